@@ -1,0 +1,86 @@
+#!/bin/bash
+# Boot a kernel with the guest rootfs under QEMU/TCG, run /share/run.sh inside
+# (via the guest init, see qemu/guest-init) and return its exit status.
+#
+# Usage: qemu/boot.sh --kernel-dir DIR --image FILE --share DIR --log FILE
+#                     --timeout SECONDS [--initrd FILE] [--append "ARGS"]
+#   --kernel-dir  DIR/vmlinuz is booted; DIR/lib/modules is shared read-only
+#                 with the guest as its /lib/modules (see qemu/stock-kernel.sh)
+#   --image       ext4 root image (qemu/rootfs.sh); never modified (-snapshot)
+#   --share       host directory mounted at /share in the guest (read-write)
+#   --log         serial console log file
+#   --timeout     hard wall-clock limit for the whole boot
+#   --initrd      initramfs (qemu/initramfs.sh); without it the kernel must
+#                 have virtio-blk, ext4 and 9p built in
+#   --append      extra kernel command line arguments
+# Exit status: the guest's run.sh status; 124 = timed out (QEMU killed);
+# 125 = no exit status came back (guest crashed, panicked or QEMU failed).
+# Never uses KVM: the host's /dev/kvm is not to be relied on.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../scripts/lib.sh
+. "$here/../scripts/lib.sh"
+. "$here/common.sh"
+
+usage() { sed -n '5,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+kdir= image= share= log= timeout= initrd= append=
+while (($#)); do
+	case "$1" in
+	--kernel-dir) kdir=$2 ;;
+	--image) image=$2 ;;
+	--share) share=$2 ;;
+	--log) log=$2 ;;
+	--timeout) timeout=$2 ;;
+	--initrd) initrd=$2 ;;
+	--append) append=$2 ;;
+	-h | --help) usage ;;
+	*) echo "unknown argument: $1" >&2; usage ;;
+	esac
+	shift 2 || usage
+done
+[[ -n "$kdir" && -n "$image" && -n "$share" && -n "$log" && -n "$timeout" ]] || usage
+[[ "$timeout" =~ ^[0-9]+$ ]] || die "--timeout must be whole seconds, got '$timeout'"
+[[ -f "$kdir/vmlinuz" ]] || die "no kernel at $kdir/vmlinuz"
+[[ -f "$image" ]] || die "no root image at $image"
+[[ -d "$share" ]] || die "share directory $share does not exist"
+[[ -z "$initrd" || -f "$initrd" ]] || die "no initramfs at $initrd"
+
+need_tools qemu-system-x86_64:qemu-system-x86 timeout:coreutils
+
+# The guest writes this last; a stale one would hide a crash.
+rm -f "$share/exit-status"
+mkdir -p "$(dirname "$log")"
+
+qemu=(qemu-system-x86_64
+	-machine q35 -accel tcg -cpu max -smp 2 -m 3G
+	-nodefaults -display none -monitor none -no-reboot
+	-chardev "file,id=console,path=$log" -serial chardev:console
+	-drive "file=$image,if=virtio,format=raw,snapshot=on"
+	-virtfs "local,path=$share,mount_tag=share,security_model=none,id=share"
+	-kernel "$kdir/vmlinuz"
+	-append "console=ttyS0 panic=-1 oops=panic root=/dev/vda rw init=/sbin/kvm-gmem-init $append")
+[[ -z "$initrd" ]] || qemu+=(-initrd "$initrd")
+if [[ -d "$kdir/lib/modules" ]]; then
+	qemu+=(-virtfs "local,path=$kdir/lib/modules,mount_tag=modules,security_model=none,readonly=on,id=modules")
+fi
+
+step "booting $(basename "$kdir") under TCG (timeout ${timeout}s, console: $log)"
+t0=$(date +%s)
+rc=0
+# SIGTERM first so QEMU can flush the log; SIGKILL if it does not go.
+timeout --kill-after=10 "$timeout" "${qemu[@]}" </dev/null || rc=$?
+elapsed=$(($(date +%s) - t0))
+
+if ((rc == 124 || rc == 137)); then
+	step "TIMEOUT: guest still running after ${timeout}s; QEMU killed (console: $log)"
+	exit 124
+fi
+if [[ ! -s "$share/exit-status" ]]; then
+	step "CRASH: guest stopped after ${elapsed}s without an exit status (QEMU status $rc; console: $log)"
+	exit 125
+fi
+status=$(cat "$share/exit-status")
+[[ "$status" =~ ^[0-9]+$ ]] || { step "CRASH: garbled exit status '$status' (console: $log)"; exit 125; }
+step "guest finished in ${elapsed}s: run.sh exited with $status"
+exit "$status"
