@@ -21,6 +21,7 @@ need_packages() {
 	install_packages "${missing[@]}"
 }
 
+# install_packages PACKAGE...: apt-get install them as root, else die saying how.
 install_packages() {
 	local missing=("$@")
 	local cmd="apt-get install -y --no-install-recommends ${missing[*]}"
@@ -28,4 +29,22 @@ install_packages() {
 	step "installing ${missing[*]}" >&2
 	# A fresh machine may have no package lists yet.
 	$cmd >&2 || { apt-get update -q >&2 && $cmd >&2; } || die "failed: $cmd"
+}
+
+# tap_counts FILE: "PASS FAIL SKIP" counts of the top-level TAP result lines
+# ("ok ... # SKIP" is a skip). Same rule as tests/guest/run.sh.
+tap_counts() {
+	awk '/^not ok([ \t]|$)/ { f++; next }
+	     /^ok([ \t]|$)/ { if (tolower($0) ~ /#[ \t]*skip/) s++; else p++ }
+	     END { print p+0, f+0, s+0 }' "$1"
+}
+
+# prune_old KEEP PATH...: delete the PATHs other than KEEP. Called after a new
+# cache entry is made, so entries left by older inputs do not pile up.
+prune_old() {
+	local keep=$1 p
+	shift
+	for p in "$@"; do
+		[[ "$p" == "$keep" || ! -e "$p" ]] || rm -rf --one-file-system "$p"
+	done
 }

@@ -54,7 +54,9 @@ echo "/dev/vda / ext4 rw 0 1" >"$root/etc/fstab"
 
 step "mkfs.ext4 ($(du -sh "$root" | cut -f1) of files)" >&2
 # 2 GiB sparse: room for test scratch files; unused blocks cost no disk.
-mkfs.ext4 -q -F -L kvm-gmem-root -d "$root" "$tmp/rootfs.ext4" 2G >&2
+mkfs.ext4 -q -F -L kvm-gmem-root -d "$root" "$tmp/rootfs.ext4" 2G >"$tmp/mkfs.log" 2>&1 ||
+	{ cat "$tmp/mkfs.log" >&2; die "mkfs.ext4 failed"; }
 mv "$tmp/rootfs.ext4" "$out"
+prune_old "$out" "$KVM_GMEM_CACHE/rootfs/rootfs-$suite-"*.ext4
 step "rootfs ready: $out" >&2
 echo "$out"

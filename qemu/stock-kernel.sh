@@ -61,5 +61,6 @@ echo "$KVER" >"$tmp/out/kver"
 # The package ships no modules.dep (its postinst makes it); modprobe needs one.
 depmod -b "$tmp/out" -F "$tmp/out/System.map" "$KVER"
 mv "$tmp/out" "$out"
+prune_old "$out" "$KVM_GMEM_CACHE/kernel/stock-$KVER-"*
 step "stock kernel ready: $out" >&2
 echo "$out"

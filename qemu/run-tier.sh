@@ -1,0 +1,150 @@
+#!/bin/bash
+# Run one test tier in a QEMU/TCG guest and judge it.
+#
+# Usage: qemu/run-tier.sh --tier NAME --modules stock|DIR --results DIR
+#          [--kernel stock|DIR] [--tests DIR] [--timeout SECONDS]
+#          [--initrd auto|none|FILE] [--append "KERNEL ARGS"]
+#   --tier     name of the tier; the share is build/share/NAME/
+#   --modules  "stock" (Debian's kvm modules in the guest) or a directory
+#              holding our kvm.ko, kvm-amd.ko [, kvm-intel.ko]
+#   --results  where serial.log, dmesg.txt, *.tap and summary.txt go
+#   --kernel   "stock" (default: Debian's generic kernel, qemu/stock-kernel.sh)
+#              or a kernel dir: vmlinuz, kver, [lib/modules/KVER/]
+#   --tests    directory with a "list" file (NAME [TIMEOUT] per line) and the
+#              test executables; without it only the module loading is tested
+#   --timeout  hard wall-clock limit of the guest run (default 600)
+#   --initrd   initramfs: built for the kernel (auto, default), none, or a file
+#   --append   extra kernel command line arguments
+# Exit status: 0 all passed; 1 a test failed or the kernel log shows an error;
+# 124 the guest timed out; 125 the guest crashed; 2 usage error.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# shellcheck source=../scripts/lib.sh
+. "$here/../scripts/lib.sh"
+. "$here/common.sh"
+
+usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+tier= kernel=stock modules= tests= results= timeout=600 initrd=auto append=
+while (($#)); do
+	case "$1" in
+	--tier) tier=$2 ;;
+	--kernel) kernel=$2 ;;
+	--modules) modules=$2 ;;
+	--tests) tests=$2 ;;
+	--results) results=$2 ;;
+	--timeout) timeout=$2 ;;
+	--initrd) initrd=$2 ;;
+	--append) append=$2 ;;
+	-h | --help) usage ;;
+	*) echo "unknown argument: $1" >&2; usage ;;
+	esac
+	shift 2 || usage
+done
+[[ -n "$tier" && -n "$modules" && -n "$results" ]] || usage
+[[ "$tier" =~ ^[A-Za-z0-9._-]+$ ]] || die "--tier must be a plain name, got '$tier'"
+[[ "$timeout" =~ ^[0-9]+$ ]] || die "--timeout must be whole seconds, got '$timeout'"
+t_start=$(date +%s)
+
+# Error signatures in the guest's kernel log that fail a tier even when every
+# test passed.
+log_errors=(
+	"WARNING:" "BUG:" "Oops" "KASAN" "UBSAN:" "possible circular locking" "lockdep"
+	"general protection" "Kernel panic" "RCU stall" "detected stalls" "blocked for more than"
+)
+
+# --- Inputs: kernel, initramfs, rootfs (all cached) ---------------------
+if [[ "$kernel" == stock ]]; then
+	kdir=$("$here/stock-kernel.sh")
+else
+	kdir=$(cd "$kernel" && pwd) || die "no kernel dir $kernel"
+fi
+case "$initrd" in
+auto) initrd=$("$here/initramfs.sh" "$kdir") ;;
+none) initrd= ;;
+*) [[ -f "$initrd" ]] || die "no initramfs at $initrd" ;;
+esac
+image=$("$here/rootfs.sh")
+
+# --- The share: what the guest sees as /share ------------------------------
+share="$repo/build/share/$tier"
+rm -rf "$share"
+mkdir -p "$share/modules" "$share/tests" "$share/results"
+install -m 755 "$repo/tests/guest/run.sh" "$share/run.sh"
+if [[ "$modules" == stock ]]; then
+	touch "$share/modules/USE_STOCK"
+else
+	[[ -f "$modules/kvm.ko" ]] || die "--modules $modules: no kvm.ko there (or say --modules stock)"
+	cp "$modules"/*.ko "$share/modules/"
+fi
+if [[ -n "$tests" ]]; then
+	[[ -f "$tests/list" ]] || die "--tests $tests: no 'list' file there"
+	cp -a "$tests/." "$share/tests/"
+else
+	: >"$share/tests/list"
+fi
+
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+rm -f "$results"/serial.log "$results"/dmesg.txt "$results"/summary.txt "$results"/*.tap
+
+# --- Boot -----------------------------------------------------------------
+t_boot=$(date +%s)
+boot_args=(--kernel-dir "$kdir" --image "$image" --share "$share" --log "$results/serial.log" --timeout "$timeout")
+[[ -z "$initrd" ]] || boot_args+=(--initrd "$initrd")
+[[ -z "$append" ]] || boot_args+=(--append "$append")
+guest_rc=0
+"$here/boot.sh" "${boot_args[@]}" || guest_rc=$?
+t_end=$(date +%s)
+cp "$share"/results/*.tap "$share"/results/dmesg.txt "$results/" 2>/dev/null || true
+
+# --- Judge ------------------------------------------------------------------
+problems=()
+case $guest_rc in
+0) ;;
+124) problems+=("guest TIMED OUT after ${timeout}s and was killed: see $results/serial.log") ;;
+125) problems+=("guest CRASHED (no exit status came back): see $results/serial.log") ;;
+*) problems+=("run.sh in the guest exited with $guest_rc") ;;
+esac
+[[ $guest_rc == 124 || $guest_rc == 125 || -f "$results/modules.tap" ]] ||
+	problems+=("run.sh left no modules.tap: see $results/serial.log")
+
+for log in "$results/serial.log" "$results/dmesg.txt"; do
+	[[ -f "$log" ]] || continue
+	pattern_args=()
+	for p in "${log_errors[@]}"; do pattern_args+=(-e "$p"); done
+	if hits=$(grep -nF "${pattern_args[@]}" "$log"); then
+		problems+=("kernel log errors in $log:"$'\n'"$(head -n 5 <<<"$hits" | sed 's/^/      /')")
+	fi
+done
+
+summary="$results/summary.txt"
+{
+	echo "tier:    $tier"
+	echo "kernel:  $(cat "$kdir/kver") ($kdir)"
+	echo "modules: $modules"
+	printf '%-28s %5s %5s %5s\n' "TAP file" pass fail skip
+	for tap in "$results"/*.tap; do
+		[[ -f "$tap" ]] || continue
+		read -r pass fail skip <<<"$(tap_counts "$tap")"
+		printf '%-28s %5d %5d %5d\n' "$(basename "$tap")" "$pass" "$fail" "$skip"
+		((fail == 0)) || problems+=("$fail 'not ok' in $tap")
+	done
+	boot=$(grep -ao 'running /share/run.sh (uptime [0-9.]* s)' "$results/serial.log" 2>/dev/null |
+		grep -o '[0-9.]* s' || echo "n/a")
+	echo "boot to run.sh (guest uptime): $boot"
+	echo "guest wall time: $((t_end - t_boot)) s (timeout ${timeout} s)"
+	echo "total time:      $((t_end - t_start)) s"
+	if ((${#problems[@]})); then
+		echo "RESULT: FAIL"
+		printf -- '- %s\n' "${problems[@]}"
+	else
+		echo "RESULT: PASS"
+	fi
+} >"$summary"
+cat "$summary"
+
+((${#problems[@]} == 0)) && exit 0
+((guest_rc == 124 || guest_rc == 125)) && exit "$guest_rc"
+exit 1

@@ -1,0 +1,146 @@
+#!/bin/bash
+# Runs inside the test guest as /share/run.sh (started by qemu/guest-init).
+# Loads KVM, runs the tests named in /share/tests/list and leaves TAP results
+# and the guest's dmesg in /share/results/. Exit status 0 only if all passed.
+#
+# Share layout (prepared by qemu/run-tier.sh):
+#   /share/modules/USE_STOCK       load Debian's own kvm/kvm_amd (modprobe), or
+#   /share/modules/kvm.ko, kvm-amd.ko [, kvm-intel.ko]   our modules (insmod)
+#   /share/tests/list              one test per line: NAME [TIMEOUT_SECONDS]
+#   /share/tests/NAME              the test executables
+#   /share/tests/timeout           optional default per-test timeout (300 s)
+#   /share/results/                written here: modules.tap, NAME.tap, dmesg.txt
+set -euo pipefail
+
+share=/share
+results=$share/results
+mods=$share/modules
+mkdir -p "$results"
+
+# tap_counts FILE: "PASS FAIL SKIP" counts of its top-level TAP result lines.
+tap_counts() {
+	awk '/^not ok([ \t]|$)/ { f++; next }
+	     /^ok([ \t]|$)/ { if (tolower($0) ~ /#[ \t]*skip/) s++; else p++ }
+	     END { print p+0, f+0, s+0 }' "$1"
+}
+
+progress() { printf '[%4ds] run.sh: %s\n' "$SECONDS" "$*"; }
+
+# --- Load KVM, recorded as TAP in modules.tap -----------------------------
+tap=$results/modules.tap
+n=0
+: >"$tap"
+tap_line() { n=$((n + 1)); echo "$1 $n - $2" >>"$tap"; progress "$1 - $2"; }
+note() { echo "# $*" >>"$tap"; progress "$*"; }
+
+cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo)
+has_flag() { [[ " ${cpu_flags#*:} " == *" $1 "* ]]; }
+
+# load_ours FILE: insmod one of our modules after modprobing the Debian
+# modules it depends on (irqbypass, ccp, ...); kvm itself comes from us.
+load_ours() {
+	local file=$1 dep
+	for dep in $(modinfo -F depends "$file" | tr ',' ' '); do
+		[[ "$dep" == kvm ]] || modprobe "$dep"
+	done
+	insmod "$file"
+}
+
+# load_vendor NAME (kvm_amd or kvm_intel)
+load_vendor() {
+	local name=$1 file=$mods/${1//_/-}.ko
+	if [[ -f "$mods/USE_STOCK" ]]; then
+		modprobe "$name"
+	else
+		[[ -f "$file" ]] || { echo "$file is missing"; return 1; }
+		load_ours "$file"
+	fi
+}
+
+for m in kvm_amd kvm_intel kvm; do
+	[[ ! -d /sys/module/$m ]] || modprobe -r "$m" || true
+done
+
+if [[ -f "$mods/USE_STOCK" ]]; then
+	note "modules: Debian stock ($(uname -r))"
+	if modprobe kvm; then tap_line ok "modprobe kvm (stock)"; else tap_line "not ok" "modprobe kvm (stock)"; fi
+elif [[ -f "$mods/kvm.ko" ]]; then
+	note "modules: ours ($(cd "$mods" && echo *.ko))"
+	# Our kvm.ko needs irqbypass, which Debian provides.
+	if modprobe irqbypass && load_ours "$mods/kvm.ko"; then
+		tap_line ok "insmod kvm.ko"
+		# Make sure the kvm now loaded is the file we were given.
+		want=$(modinfo -F srcversion "$mods/kvm.ko" || true)
+		have=$(cat /sys/module/kvm/srcversion 2>/dev/null || echo none)
+		if [[ -z "$want" ]]; then note "kvm.ko has no srcversion: cannot check it is the one loaded"
+		elif [[ "$want" == "$have" ]]; then tap_line ok "loaded kvm is ours (srcversion $have)"
+		else tap_line "not ok" "loaded kvm srcversion $have, expected $want"; fi
+	else
+		tap_line "not ok" "insmod kvm.ko"
+	fi
+else
+	tap_line "not ok" "no modules given: $mods has neither USE_STOCK nor kvm.ko"
+fi
+
+if [[ -f /sys/module/kvm/version ]]; then
+	note "kvm module version: $(cat /sys/module/kvm/version)"
+else
+	note "kvm module version: none (/sys/module/kvm/version absent: no MODULE_VERSION, as in Debian's modules)"
+fi
+
+# TCG offers AMD SVM but never Intel VMX: only one vendor module can run.
+if has_flag svm; then
+	if load_vendor kvm_amd; then tap_line ok "load kvm_amd"; else tap_line "not ok" "load kvm_amd"; fi
+else
+	tap_line ok "load kvm_amd # SKIP no svm flag in the guest CPU"
+fi
+if has_flag vmx; then
+	if load_vendor kvm_intel; then tap_line ok "load kvm_intel"; else tap_line "not ok" "load kvm_intel"; fi
+else
+	tap_line ok "load kvm_intel # SKIP no vmx flag in the guest CPU (QEMU TCG emulates no VMX)"
+fi
+if [[ -c /dev/kvm ]]; then tap_line ok "/dev/kvm exists"; else tap_line "not ok" "/dev/kvm exists"; fi
+echo "1..$n" >>"$tap"
+
+# --- Run the tests -------------------------------------------------------
+default_timeout=300
+[[ -f "$share/tests/list" ]] || : >"$share/tests/list"
+[[ ! -f "$share/tests/timeout" ]] || default_timeout=$(cat "$share/tests/timeout")
+
+# Tests run from a scratch directory so they cannot litter the share.
+cd /tmp
+while read -r name limit _; do
+	[[ -n "$name" && "$name" != \#* ]] || continue
+	limit=${limit:-$default_timeout}
+	out=$results/$name.tap
+	start=$SECONDS
+	rc=0
+	if [[ -x "$share/tests/$name" ]]; then
+		timeout --kill-after=5 "$limit" "$share/tests/$name" >"$out" 2>&1 </dev/null || rc=$?
+	else
+		echo "# $share/tests/$name is missing or not executable" >"$out"
+		rc=127
+	fi
+	# Make the TAP tell the truth even when the test printed none.
+	case $rc in
+	0) grep -qE '^(not )?ok([[:space:]]|$)' "$out" || echo "ok 1 - $name" >>"$out" ;;
+	4) grep -qiE '^ok([[:space:]]|$).*#[[:space:]]*skip' "$out" || echo "ok 1 - $name # SKIP exited 4" >>"$out" ;;
+	124 | 137) echo "not ok - $name timed out after ${limit}s" >>"$out" ;;
+	*) grep -qE '^not ok([[:space:]]|$)' "$out" || echo "not ok - $name exited $rc" >>"$out" ;;
+	esac
+	read -r pass fail skip <<<"$(tap_counts "$out")"
+	if ((fail)); then verdict=FAIL; elif ((pass)); then verdict=PASS; else verdict=SKIP; fi
+	progress "test $name: $verdict ($pass passed, $fail failed, $skip skipped; exit $rc, $((SECONDS - start))s)"
+done <"$share/tests/list"
+
+dmesg >"$results/dmesg.txt"
+sync
+
+# Any "not ok" line anywhere is a failure.
+failed=$(grep -lE '^not ok([[:space:]]|$)' "$results"/*.tap || true)
+if [[ -n "$failed" ]]; then
+	progress "FAILED: $(echo "$failed" | xargs -n1 basename | xargs)"
+	exit 1
+fi
+progress "all passed"
+exit 0
