@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: GPL-2.0
+# kvm-gmem: guest_memfd host mmap() for Debian 6.12's KVM, as out-of-tree modules.
+#
+#   make              build kvm.ko, kvm-amd.ko, kvm-intel.ko for the Debian kernel
+#                     matching the installed linux-source-6.12 (KVER=, KDIR= override)
+#   make qemu-test    build, boot a TCG guest, swap in our modules, run the tests
+#   make check        everything CI runs: series check + all guest tiers
+#
+# Caches (debs, headers, trees, images, kernels) live in $(KVM_GMEM_CACHE),
+# outside the clone. Everything else goes to build/.
+
+KVM_GMEM_CACHE ?= $(HOME)/.cache/kvm-gmem
+export KVM_GMEM_CACHE
+
+KVER ?=
+KDIR ?=
+TIER ?= stock
+
+.PHONY: all deps modules prepare selftests check-series qemu-test check clean distclean
+
+all: modules
+
+deps:
+	@scripts/install-deps.sh all
+
+prepare:
+	@scripts/install-deps.sh build
+	@scripts/prepare.sh
+
+modules: prepare
+	@scripts/build-modules.sh $(KVER) $(KDIR)
+
+selftests: prepare
+	@scripts/build-selftests.sh
+
+check-series:
+	@scripts/install-deps.sh build
+	@scripts/check-series.sh
+
+qemu-test: modules selftests
+	@scripts/install-deps.sh qemu
+	@qemu/test-tier.sh $(TIER)
+
+check:
+	@scripts/install-deps.sh all
+	@scripts/check.sh
+
+clean:
+	rm -rf build
+
+# Also drop the caches (only costs time).
+distclean: clean
+	rm -rf $(KVM_GMEM_CACHE)

@@ -1,0 +1,33 @@
+#!/bin/bash
+# Build kvm.ko, kvm-amd.ko and kvm-intel.ko from build/src for one target
+# kernel, in build/obj/<kver>/, then check the export CRCs against it.
+#   build-modules.sh [KVER [KDIR]]
+# Defaults: the Debian kernel matching the installed linux-source-6.12, with
+# its headers fetched into the cache.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+kver=${1:-$("$top/scripts/kernel-version.sh" kver)}
+kdir=${2:-$("$top/scripts/headers.sh" "$kver")}
+src=${BUILD_SRC:-$top/build/src}
+obj=${BUILD_OBJ:-$top/build/obj/$kver}
+[ -f "$kdir/Module.symvers" ] || die "$kdir is not a kernel build directory (no Module.symvers)"
+
+# Copy by content: files the series left alone keep their old mtimes, so
+# only what changed is rebuilt.
+mkdir -p "$obj"
+rsync -a --checksum "$src/virt" "$src/arch" "$src/include" "$obj/"
+rsync -a "$top/Kbuild" "$top/VERSION" "$obj/"
+
+# Target-kernel facts, detected here once and recorded next to the objects.
+hook=n
+grep -qw guestmem_register_free_hook "$kdir/Module.symvers" && hook=y
+printf 'KVM_GMEM_MM_HOOK := %s\n' "$hook" > "$obj/target.mk.new"
+cmp -s "$obj/target.mk.new" "$obj/target.mk" 2>/dev/null &&
+	rm "$obj/target.mk.new" || mv "$obj/target.mk.new" "$obj/target.mk"
+
+step "building modules for $kver (mm hook: $hook)"
+make -C "$kdir" M="$obj" -j"$(nproc)" ${V:+V=$V} modules
+step "built: $(cd "$obj" && ls -1 kvm.ko kvm-amd.ko kvm-intel.ko | tr '\n' ' ')"
+"$top/scripts/check-crc.sh" "$obj/Module.symvers" "$kdir/Module.symvers"

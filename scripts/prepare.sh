@@ -1,0 +1,94 @@
+#!/bin/bash
+# The one prepare step: copy the KVM sources (and what the selftests need) out
+# of the Debian tree into build/src, then apply src/series with zero fuzz.
+#
+#   prepare.sh [N]   apply only the first N patches (used by check-series)
+#
+# build/src is re-made whenever the tree version, the series or this script
+# changes; nothing else may edit it.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+limit=${1:-}
+tree=$("$top/scripts/tree.sh")
+out=${BUILD_SRC:-$top/build/src}
+
+# The part of the tree our modules and tests are built from.
+tree_files=(
+	virt/kvm
+	arch/x86/kvm
+	include/linux/kvm_host.h
+	include/linux/kvm_types.h
+	include/uapi/linux/kvm.h
+	arch/x86/include/asm/kvm_host.h
+	arch/x86/include/uapi/asm/kvm.h
+	scripts/subarch.include
+	tools/build
+	tools/lib/rbtree.c
+	tools/include
+	tools/arch/x86/include
+	tools/scripts
+	tools/testing/selftests/lib.mk
+	tools/testing/selftests/kselftest.h
+	tools/testing/selftests/kselftest_harness.h
+	tools/testing/selftests/kvm
+	tools/testing/selftests/rseq
+)
+
+patches=()
+while read -r p; do
+	case "$p" in ''|'#'*) continue ;; esac
+	patches+=("$top/src/$p")
+done < "$top/src/series"
+if [ -n "$limit" ]; then
+	patches=("${patches[@]:0:$limit}")
+fi
+
+stamp=$( { cat "$0"; echo "$tree ${tree_files[*]}";
+	   for p in "${patches[@]}"; do cat "$p"; done; } | sha256sum | cut -c1-16)
+if [ -f "$out/.prepared" ] && [ "$(cat "$out/.prepared")" = "$stamp" ]; then
+	exit 0
+fi
+
+step "preparing build/src from $tree (${#patches[@]} patches)"
+rm -rf "$out.tmp"
+mkdir -p "$out.tmp"
+(cd "$tree" && cp -a --parents "${tree_files[@]}" "$out.tmp/")
+
+# Sanitized uapi headers for the selftests, made once per tree version.
+uapi="$KVM_GMEM_CACHE/uapi/$(basename "$tree")"
+if [ ! -f "$uapi/.complete" ]; then
+	step "installing the tree's uapi headers into the cache"
+	rm -rf "$uapi"
+	make -s -C "$tree" O="$uapi/obj" ARCH=x86 INSTALL_HDR_PATH="$uapi" headers_install >/dev/null
+	# headers_install.sh runs scripts/unifdef relative to its cwd: keep it.
+	mkdir -p "$uapi/scripts"
+	mv "$uapi/obj/scripts/unifdef" "$uapi/scripts/"
+	rm -rf "$uapi/obj"
+	touch "$uapi/.complete"
+fi
+mkdir -p "$out.tmp/usr"
+cp -a "$uapi/include" "$out.tmp/usr/"
+
+for p in "${patches[@]}"; do
+	# Zero fuzz, and no offsets either: the series is made against this tree.
+	if ! log=$(patch -d "$out.tmp" -p1 -F0 -N --no-backup-if-mismatch < "$p" 2>&1) ||
+	   grep -qE 'fuzz|offset' <<< "$log"; then
+		printf '%s\n' "$log" >&2
+		die "patch does not apply cleanly: ${p#$top/}"
+	fi
+done
+
+# Re-export our patched uapi headers for the selftests.
+for h in linux/kvm.h asm/kvm.h; do
+	src=include/uapi/$h
+	[ "$h" = asm/kvm.h ] && src=arch/x86/include/uapi/$h
+	(cd "$uapi" && sh "$tree/scripts/headers_install.sh" \
+		"$out.tmp/$src" "$out.tmp/usr/include/$h")
+done
+
+echo "$stamp" > "$out.tmp/.prepared"
+rm -rf "$out"
+mv "$out.tmp" "$out"
+step "build/src ready"
