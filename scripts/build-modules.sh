@@ -14,10 +14,10 @@ src=${BUILD_SRC:-$top/build/src}
 obj=${BUILD_OBJ:-$top/build/obj/$kver}
 [ -f "$kdir/Module.symvers" ] || die "$kdir is not a kernel build directory (no Module.symvers)"
 
-# Copy by content: files the series left alone keep their old mtimes, so
-# only what changed is rebuilt.
+# Copy by content, without times: files whose content did not change keep
+# their mtimes here, so only what the series changed is rebuilt.
 mkdir -p "$obj"
-rsync -a --checksum "$src/virt" "$src/arch" "$src/include" "$obj/"
+rsync -rl --checksum "$src/virt" "$src/arch" "$src/include" "$obj/"
 rsync -a "$top/Kbuild" "$top/VERSION" "$obj/"
 
 # Target-kernel facts, detected here once and recorded next to the objects.
