@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck source-path=SCRIPTDIR
 # Boot a kernel with the guest rootfs under QEMU/TCG, run /share/run.sh inside
 # (via the guest init, see qemu/guest-init) and return its exit status.
 #
@@ -18,13 +19,13 @@
 # Never uses KVM: the host's /dev/kvm is not to be relied on.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../scripts/lib.sh
 . "$here/../scripts/lib.sh"
 . "$here/common.sh"
 
-usage() { sed -n '5,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+# usage: print the comment block at the top of this file.
+usage() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0" >&2; exit 2; }
 
-kdir= image= share= log= timeout= initrd= append=
+kdir='' image='' share='' log='' timeout='' initrd='' append=''
 while (($#)); do
 	case "$1" in
 	--kernel-dir) kdir=$2 ;;

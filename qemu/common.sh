@@ -1,4 +1,5 @@
 # Helpers shared by the qemu/ scripts. Source it after scripts/lib.sh.
+# shellcheck shell=bash
 
 # need_tools CMD:PACKAGE...: make sure each command exists. As root, install the
 # missing packages; otherwise stop with the exact command to run.

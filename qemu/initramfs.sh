@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck source-path=SCRIPTDIR
 # Usage: qemu/initramfs.sh KERNEL_DIR
 # Build (or reuse from the cache) a busybox-static initramfs that loads the
 # modules needed for root on virtio-blk ext4 and for the 9p share, then
@@ -7,7 +8,6 @@
 # in gets an initramfs that loads nothing (it can also boot with none).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../scripts/lib.sh
 . "$here/../scripts/lib.sh"
 . "$here/common.sh"
 

@@ -1,19 +1,18 @@
 #!/bin/bash
+# shellcheck source-path=SCRIPTDIR
 # Build (or reuse from the cache) the guest root filesystem: Debian bookworm
 # minbase + qemu/rootfs-packages + the guest init, as an ext4 image. Prints the
 # image path. Boots use it read-only (QEMU -snapshot), so one image serves all.
 # Env: DEBIAN_MIRROR (default http://deb.debian.org/debian).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../scripts/lib.sh
 . "$here/../scripts/lib.sh"
 . "$here/common.sh"
 
 suite=bookworm
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 packages=$(sed 's/#.*//' "$here/rootfs-packages" | xargs | tr ' ' ',')
-
-[[ $(id -u) == 0 ]] || die "rootfs.sh needs root (debootstrap); run it once as root to fill the cache"
+# Before the key: the tool versions are part of it.
 need_tools debootstrap:debootstrap mkfs.ext4:e2fsprogs
 
 key=$( {
@@ -27,6 +26,7 @@ if [[ -f "$out" ]]; then
 	exit 0
 fi
 
+[[ $(id -u) == 0 ]] || die "rootfs.sh needs root (debootstrap); run it once as root to fill the cache"
 mkdir -p "$KVM_GMEM_CACHE/rootfs" "$KVM_GMEM_CACHE/debs/debootstrap"
 tmp=$(mktemp -d "$KVM_GMEM_CACHE/rootfs/.tmp.XXXXXX")
 # An interrupted debootstrap can leave proc/sys mounted inside the target:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck source-path=SCRIPTDIR
 # Run one test tier in a QEMU/TCG guest and judge it.
 #
 # Usage: qemu/run-tier.sh --tier NAME --modules stock|DIR --results DIR
@@ -20,13 +21,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-# shellcheck source=../scripts/lib.sh
 . "$here/../scripts/lib.sh"
 . "$here/common.sh"
 
-usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+# usage: print the comment block at the top of this file.
+usage() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0" >&2; exit 2; }
 
-tier= kernel=stock modules= tests= results= timeout=600 initrd=auto append=
+tier='' kernel=stock modules='' tests='' results='' timeout=600 initrd=auto append=''
 while (($#)); do
 	case "$1" in
 	--tier) tier=$2 ;;
@@ -131,6 +132,14 @@ summary="$results/summary.txt"
 		printf '%-28s %5d %5d %5d\n' "$(basename "$tap")" "$pass" "$fail" "$skip"
 		((fail == 0)) || problems+=("$fail 'not ok' in $tap")
 	done
+	# A test that never finished (timeout, crash) may have left no result line.
+	while read -r name _; do
+		[[ -n "$name" && "$name" != \#* ]] || continue
+		tap="$results/$name.tap"
+		if [[ ! -f "$tap" ]] || [[ $(tap_counts "$tap") == "0 0 0" ]]; then
+			problems+=("test $name reported no result")
+		fi
+	done <"$share/tests/list"
 	boot=$(grep -ao 'running /share/run.sh (uptime [0-9.]* s)' "$results/serial.log" 2>/dev/null |
 		grep -o '[0-9.]* s' || echo "n/a")
 	echo "boot to run.sh (guest uptime): $boot"

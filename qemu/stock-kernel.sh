@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck source-path=SCRIPTDIR
 # Make sure Debian's generic 6.12 kernel (vmlinuz + /lib/modules tree) is
 # extracted in the cache and print that directory. Nothing is installed on the
 # host: the .deb is downloaded and unpacked with dpkg-deb.
@@ -12,7 +13,6 @@
 #      PKGVER overrides the Debian package version.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../scripts/lib.sh
 . "$here/../scripts/lib.sh"
 . "$here/common.sh"
 

@@ -85,7 +85,7 @@ fi
 if [[ -f /sys/module/kvm/version ]]; then
 	note "kvm module version: $(cat /sys/module/kvm/version)"
 else
-	note "kvm module version: none (/sys/module/kvm/version absent: no MODULE_VERSION, as in Debian's modules)"
+	note "kvm module version: none (/sys/module/kvm/version absent: the loaded kvm has no MODULE_VERSION; Debian's never do)"
 fi
 
 # TCG offers AMD SVM but never Intel VMX: only one vendor module can run.
