@@ -1,0 +1,46 @@
+#!/bin/bash
+# Front end for one guest tier: build what it needs, then qemu/run-tier.sh.
+#   test-tier.sh stock    Debian's generic kernel with our modules
+#   test-tier.sh debian   Debian's generic kernel with Debian's own modules
+#                         (the baseline our modules are compared against)
+#   test-tier.sh shim     our debug kernel with the mm-shim, with our modules
+# Results: build/results/<tier>/
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+. "$top/scripts/lib.sh"
+
+tier=${1:?usage: $0 stock|debian|shim}
+results="$top/build/results/$tier"
+stage="$top/build/stage/$tier"
+args=(--tier "$tier" --results "$results")
+
+case "$tier" in
+stock|debian)
+	kver=$("$top/scripts/kernel-version.sh" kver)
+	if [ "$tier" = stock ]; then
+		"$top/scripts/build-modules.sh" "$kver" > "$top/build/modules-$kver.log" 2>&1 ||
+			die "module build failed: see build/modules-$kver.log"
+		args+=(--modules "$top/build/obj/$kver")
+	else
+		args+=(--modules stock)
+	fi
+	args+=(--kernel stock)
+	;;
+shim)
+	kdir=$("$top/scripts/build-kernel.sh")
+	kver=$(cat "$kdir/kver")
+	"$top/scripts/build-modules.sh" "$kver" "$kdir/build" > "$top/build/modules-$kver.log" 2>&1 ||
+		die "module build against the shim kernel failed: see build/modules-$kver.log"
+	grep -q 'KVM_GMEM_MM_HOOK := y' "$top/build/obj/$kver/target.mk" ||
+		die "the shim kernel does not export the guestmem hook"
+	args+=(--kernel "$kdir" --modules "$top/build/obj/$kver" --initrd none)
+	;;
+*)
+	die "unknown tier $tier (stock, debian, shim)"
+	;;
+esac
+
+"$top/scripts/stage-tests.sh" "$top/tests/list" "$stage"
+step "tier $tier: booting"
+exec "$here/run-tier.sh" "${args[@]}" --tests "$stage" --timeout "${QEMU_TIMEOUT:-900}"

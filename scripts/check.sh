@@ -1,0 +1,56 @@
+#!/bin/bash
+# Everything CI runs (make check): the series check, then every guest tier,
+# then the comparison of our modules against Debian's. Runs all steps even
+# when one fails, prints a one-screen summary, exits non-zero on any failure.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+mkdir -p build/results
+summary=build/results/check-summary.txt
+: > "$summary"
+failed=0
+
+# run_step NAME LOG COMMAND...: run one step, log to LOG, record the verdict.
+run_step() {
+	local name=$1 log=$2 t0 rc
+	shift 2
+	t0=$(date +%s)
+	step "$name ..."
+	"$@" > "$log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		printf '%-34s PASS %5ds\n' "$name" $(( $(date +%s) - t0 )) >> "$summary"
+	else
+		failed=1
+		printf '%-34s FAIL %5ds  (exit %d, log: %s)\n' "$name" $(( $(date +%s) - t0 )) $rc "$log" >> "$summary"
+		tail -n 15 "$log" | sed 's/^/    /'
+	fi
+	tail -n 1 "$summary"
+	return $rc
+}
+
+run_step "prepare + modules (Debian kernel)" build/results/modules.log make -s modules
+run_step "selftests + tests" build/results/selftests.log make -s selftests
+run_step "series check (patch by patch)" build/results/check-series.log scripts/check-series.sh
+run_step "tier stock (our modules)" build/results/tier-stock.log qemu/test-tier.sh stock
+run_step "tier debian (Debian's modules)" build/results/tier-debian.log qemu/test-tier.sh debian
+# Only a real run of both can be compared.
+if [ -f build/results/stock/summary.txt ] && [ -f build/results/debian/summary.txt ]; then
+	run_step "regression: debian vs ours" build/results/compare.log \
+		scripts/compare-tiers.sh build/results/debian build/results/stock
+fi
+run_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
+
+echo
+echo "=== make check: $(( $(date +%s) - KVM_GMEM_T0 ))s ==="
+cat "$summary"
+[ -f build/results/compare.log ] && grep -v '^\[' build/results/compare.log
+for t in stock debian shim; do
+	[ -f "build/results/$t/summary.txt" ] && sed -n '/TAP file/,/RESULT/p' "build/results/$t/summary.txt" | sed "s/^/$t: /"
+done
+passed=$(grep -c ' PASS ' "$summary")
+nfailed=$(grep -c ' FAIL ' "$summary")
+echo "check: $passed passed, $nfailed failed"
+exit $failed
