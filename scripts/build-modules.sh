@@ -22,7 +22,7 @@ rsync -a "$top/Kbuild" "$top/VERSION" "$obj/"
 
 # Target-kernel facts, detected here once and recorded next to the objects.
 hook=n
-grep -qw guestmem_register_free_hook "$kdir/Module.symvers" && hook=y
+grep -qw guestmem_register_free_ops "$kdir/Module.symvers" && hook=y
 printf 'KVM_GMEM_MM_HOOK := %s\n' "$hook" > "$obj/target.mk.new"
 cmp -s "$obj/target.mk.new" "$obj/target.mk" 2>/dev/null &&
 	rm "$obj/target.mk.new" || mv "$obj/target.mk.new" "$obj/target.mk"
