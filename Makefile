@@ -32,6 +32,7 @@ modules: prepare
 
 selftests: prepare
 	@scripts/build-selftests.sh
+	@$(MAKE) -s -C tests KVM_GMEM_SRC=$(CURDIR)/build/src OUT=$(CURDIR)/build/tests
 
 check-series:
 	@scripts/install-deps.sh build

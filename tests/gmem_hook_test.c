@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The mm-shim hook: private guest_memfd folios carry the guestmem type and
+ * kvm.ko sees the final folio_put() of each one. Reads the counters kvm.ko
+ * keeps in debugfs (kvm/gmem_guestmem_folios, kvm/gmem_guestmem_frees):
+ * allocating N private pages must type exactly N folios, and freeing them
+ * must run the hook exactly N times. Skips (exit 4) on kernels without the
+ * hook, where the counters do not exist.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/falloc.h>
+#include <linux/kvm.h>
+
+#include "kselftest.h"
+
+#define DEBUGFS		"/sys/kernel/debug"
+#define TYPED		DEBUGFS "/kvm/gmem_guestmem_folios"
+#define FREED		DEBUGFS "/kvm/gmem_guestmem_frees"
+
+static long read_counter(const char *path)
+{
+	char buf[32] = "";
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		ksft_exit_fail_msg("open %s: %s\n", path, strerror(errno));
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		ksft_exit_fail_msg("read %s failed\n", path);
+	return strtol(buf, NULL, 10);
+}
+
+/*
+ * The last reference may sit in a per-CPU LRU batch for a moment after the
+ * file is gone: wait (bounded) for the count to reach its target, then a
+ * little longer, so that an overshoot shows too.
+ */
+static long settle_counter(const char *path, long target)
+{
+	for (int i = 0; i < 200 && read_counter(path) < target; i++)
+		usleep(10000);
+	usleep(100000);
+	return read_counter(path);
+}
+
+static int create_gmem(int vm, long size)
+{
+	struct kvm_create_guest_memfd args = { .size = size };
+	int fd = ioctl(vm, KVM_CREATE_GUEST_MEMFD, &args);
+
+	if (fd < 0)
+		ksft_exit_fail_msg("KVM_CREATE_GUEST_MEMFD: %s\n", strerror(errno));
+	return fd;
+}
+
+int main(void)
+{
+	const long page = getpagesize(), npages = 16, nhole = 4;
+	long typed0, freed0, typed, freed;
+	cpu_set_t cpu0;
+	int kvm, vm, fd;
+
+	/* One CPU: the LRU batch that holds new folios is drained by our frees. */
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	sched_setaffinity(0, sizeof(cpu0), &cpu0);
+
+	if (access(DEBUGFS "/kvm", F_OK))
+		mount("debugfs", DEBUGFS, "debugfs", 0, NULL);
+	if (access(TYPED, R_OK))
+		ksft_exit_skip("no %s: kernel without the mm-shim guestmem hook\n", TYPED);
+
+	ksft_print_header();
+	ksft_set_plan(3);
+
+	kvm = open("/dev/kvm", O_RDWR);
+	if (kvm < 0)
+		ksft_exit_fail_msg("/dev/kvm: %s\n", strerror(errno));
+	/* A default VM's guest_memfd is private: its folios get the type. */
+	vm = ioctl(kvm, KVM_CREATE_VM, 0);
+	if (vm < 0)
+		ksft_exit_fail_msg("KVM_CREATE_VM: %s\n", strerror(errno));
+	fd = create_gmem(vm, npages * page);
+
+	typed0 = read_counter(TYPED);
+	freed0 = read_counter(FREED);
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, npages * page))
+		ksft_exit_fail_msg("fallocate: %s\n", strerror(errno));
+	typed = read_counter(TYPED) - typed0;
+	ksft_test_result(typed == npages, "allocating %ld private pages typed %ld folios\n",
+			 npages, typed);
+
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, nhole * page))
+		ksft_exit_fail_msg("punch hole: %s\n", strerror(errno));
+	freed = settle_counter(FREED, freed0 + nhole) - freed0;
+	ksft_test_result(freed == nhole, "punching %ld pages ran the free hook %ld times\n",
+			 nhole, freed);
+
+	close(fd);
+	close(vm);
+	close(kvm);
+	/* Nothing else in the guest uses guest_memfd: the count is exact. */
+	freed = settle_counter(FREED, freed0 + npages) - freed0;
+	ksft_test_result(freed == npages, "closing the file ran the free hook %ld times in all (want %ld)\n",
+			 freed, npages);
+
+	ksft_finished();
+}
