@@ -88,7 +88,10 @@ for h in linux/kvm.h asm/kvm.h; do
 		"$out.tmp/$src" "$out.tmp/usr/include/$h")
 done
 
-echo "$stamp" > "$out.tmp/.prepared"
-rm -rf "$out"
-mv "$out.tmp" "$out"
+# Update build/src by content: files that did not change keep their mtimes,
+# so make rebuilds only what the new series really changed.
+mkdir -p "$out"
+rsync -rlc --delete "$out.tmp/" "$out/"
+rm -rf "$out.tmp"
+echo "$stamp" > "$out/.prepared"
 step "build/src ready"
