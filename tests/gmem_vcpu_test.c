@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_vcpu_test: a small VMM checking in-place sharing of guest_memfd
+ * between the host and a running guest.
+ *
+ * A KVM_X86_SW_PROTECTED_VM gets one 64 KiB guest_memfd, mapped by the host
+ * and bound at GPA 0 with KVM_SET_USER_MEMORY_REGION2 (KVM_MEM_GUEST_MEMFD,
+ * userspace_addr = that same mapping). A tiny 16-bit real-mode guest, written
+ * through the mapping, checks a page the host filled, writes its answer next
+ * to its parameters and reports with an OUT to port 0x10. The host reads the
+ * answer through the mapping: both sides must see the same pages.
+ *
+ * Cases:
+ *   1. guest_reads_host_pattern: the guest sees what the host wrote, and
+ *      notices (at the right offset) when one byte differs.
+ *   2. punch_hole_seen_by_guest: after the host punches the page out, guest
+ *      and host read zeroes; a new host pattern is what the guest sees next.
+ *   3. default_vm_rejects_gmem_memslot: a default VM (type 0) cannot bind a
+ *      guest_memfd memslot: EINVAL on 6.12, where only VMs with private memory
+ *      take KVM_MEM_GUEST_MEMFD. (Mainline 6.18 lets default VMs bind an
+ *      mmap()able guest_memfd; not this ABI.)
+ * Cases 1-2 SKIP without KVM_CAP_GMEM_SHARED_MEM or KVM_X86_SW_PROTECTED_VM.
+ *
+ * Prints TAP. Each case has an alarm() and a bound on KVM_RUN exits, so a
+ * guest that goes astray fails instead of hanging (nested SVM under TCG is
+ * slow, not that slow).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <linux/falloc.h>
+#include <linux/kvm.h>
+
+#include "kselftest.h"
+
+/* The v7 series' capability, in case the headers predate it. */
+#ifndef KVM_CAP_GMEM_SHARED_MEM
+#define KVM_CAP_GMEM_SHARED_MEM 239
+#endif
+
+#define MEM_SIZE	0x10000		/* guest_memfd and memslot size */
+#define CODE_GPA	0x1000		/* guest code */
+#define DATA_GPA	0x2000		/* the page the guest checks */
+#define PARAM_GPA	0x3000		/* parameters in, answer out */
+#define DATA_LEN	0x1000
+#define IO_PORT		0x10
+#define MAX_EXITS	32		/* KVM_RUN exits allowed per round */
+#define CASE_TIMEOUT	120		/* seconds per case */
+
+/* Layout of the parameter/answer block at PARAM_GPA. */
+#define P_SEED		0	/* u8: expected byte at offset 0 */
+#define P_STEP		1	/* u8: added per byte */
+#define P_LEN		2	/* u16: bytes to check */
+#define A_STATUS	4	/* u8: STATUS_* */
+#define A_STOP		6	/* u16: address where the check stopped */
+#define A_ROUNDS	8	/* u16: rounds the guest has run */
+
+#define STATUS_MATCH	1
+#define STATUS_MISMATCH	2
+
+/*
+ * The guest, loaded at CODE_GPA, runs in real mode with all segment bases 0.
+ * Each round it checks DATA_LEN bytes against seed + i * step and reports;
+ * KVM resumes it after the OUT, and it starts the next round from the top.
+ * (Hand-assembled; checked against "as" + "objdump -mi8086".)
+ */
+static const uint8_t guest_code[] = {
+	0xbe, 0x00, 0x20,	/* top:    mov  $0x2000, %si   data     */
+	0xbf, 0x00, 0x30,	/*         mov  $0x3000, %di   params   */
+	0x8a, 0x1d,		/*         mov  (%di), %bl     seed     */
+	0x8a, 0x7d, 0x01,	/*         mov  1(%di), %bh    step     */
+	0x8b, 0x4d, 0x02,	/*         mov  2(%di), %cx    len      */
+	0x8a, 0x04,		/* check:  mov  (%si), %al              */
+	0x38, 0xd8,		/*         cmp  %bl, %al                */
+	0x75, 0x09,		/*         jne  bad                     */
+	0x46,			/*         inc  %si                     */
+	0x00, 0xfb,		/*         add  %bh, %bl                */
+	0xe2, 0xf5,		/*         loop check                   */
+	0xb0, 0x01,		/*         mov  $1, %al        match    */
+	0xeb, 0x02,		/*         jmp  report                  */
+	0xb0, 0x02,		/* bad:    mov  $2, %al        mismatch */
+	0x88, 0x45, 0x04,	/* report: mov  %al, 4(%di)    status   */
+	0x89, 0x75, 0x06,	/*         mov  %si, 6(%di)    stop     */
+	0xff, 0x45, 0x08,	/*         incw 8(%di)         rounds   */
+	0xba, 0x10, 0x00,	/*         mov  $0x10, %dx              */
+	0xee,			/*         out  %al, (%dx)              */
+	0xeb, 0xd2,		/*         jmp  top                     */
+};
+
+struct vm {
+	int kvm, vm, vcpu, gmem;
+	struct kvm_run *run;
+	size_t run_size;
+	volatile uint8_t *mem;		/* host mapping of the guest_memfd */
+};
+
+static volatile sig_atomic_t timed_out;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	timed_out = 1;
+}
+
+static void arm_timeout(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	timed_out = 0;
+	alarm(CASE_TIMEOUT);
+}
+
+static int kvm_cap(int fd, long cap)
+{
+	int r = ioctl(fd, KVM_CHECK_EXTENSION, cap);
+
+	return r < 0 ? 0 : r;
+}
+
+static uint16_t get16(volatile uint8_t *p)
+{
+	return p[0] | p[1] << 8;
+}
+
+static void put16(volatile uint8_t *p, uint16_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+}
+
+static void vm_teardown(struct vm *vm)
+{
+	if (vm->run)
+		munmap(vm->run, vm->run_size);
+	if (vm->mem)
+		munmap((void *)vm->mem, MEM_SIZE);
+	if (vm->vcpu >= 0)
+		close(vm->vcpu);
+	if (vm->gmem >= 0)
+		close(vm->gmem);
+	if (vm->vm >= 0)
+		close(vm->vm);
+	if (vm->kvm >= 0)
+		close(vm->kvm);
+}
+
+/*
+ * The SW_PROTECTED VM with its guest_memfd mapped and bound at GPA 0, the
+ * guest code in place and one vCPU at CODE_GPA in real mode. Returns a KSFT_*
+ * code; @why says what failed or why it skips.
+ */
+static int vm_setup(struct vm *vm, char *why, size_t whylen)
+{
+	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE };
+	struct kvm_userspace_memory_region2 region;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+	void *mem;
+	int types;
+
+	*vm = (struct vm){ .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+
+	vm->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm < 0) {
+		snprintf(why, whylen, "cannot open /dev/kvm: %s", strerror(errno));
+		return KSFT_SKIP;
+	}
+	if (kvm_cap(vm->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
+		snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
+		return KSFT_SKIP;
+	}
+	types = kvm_cap(vm->kvm, KVM_CAP_VM_TYPES);
+	if (!(types & (1 << KVM_X86_SW_PROTECTED_VM))) {
+		snprintf(why, whylen, "KVM_X86_SW_PROTECTED_VM not in KVM_CAP_VM_TYPES (%#x)", types);
+		return KSFT_SKIP;
+	}
+	if (!kvm_cap(vm->kvm, KVM_CAP_USER_MEMORY2)) {
+		snprintf(why, whylen, "no KVM_CAP_USER_MEMORY2");
+		return KSFT_SKIP;
+	}
+
+	vm->vm = ioctl(vm->kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	if (vm->vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(SW_PROTECTED): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	vm->gmem = ioctl(vm->vm, KVM_CREATE_GUEST_MEMFD, &gm);
+	if (vm->gmem < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, vm->gmem, 0);
+	if (mem == MAP_FAILED) {
+		snprintf(why, whylen, "mmap(guest_memfd): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	vm->mem = mem;
+
+	/* In-place: the memslot's userspace_addr is the guest_memfd mapping. */
+	region = (struct kvm_userspace_memory_region2){
+		.slot = 0,
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.guest_phys_addr = 0,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)mem,
+		.guest_memfd = vm->gmem,
+		.guest_memfd_offset = 0,
+	};
+	if (ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+
+	memcpy((void *)(vm->mem + CODE_GPA), guest_code, sizeof(guest_code));
+
+	vm->vcpu = ioctl(vm->vm, KVM_CREATE_VCPU, 0);
+	if (vm->vcpu < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VCPU: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	vm->run_size = ioctl(vm->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	vm->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpu, 0);
+	if (vm->run == MAP_FAILED) {
+		vm->run = NULL;
+		snprintf(why, whylen, "mmap(kvm_run): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+
+	/* Real mode, every segment at base 0: linear address == GPA. */
+	if (ioctl(vm->vcpu, KVM_GET_SREGS, &sregs)) {
+		snprintf(why, whylen, "KVM_GET_SREGS: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	sregs.cs.base = 0;
+	sregs.cs.selector = 0;
+	sregs.ds.base = sregs.es.base = sregs.ss.base = 0;
+	sregs.ds.selector = sregs.es.selector = sregs.ss.selector = 0;
+	if (ioctl(vm->vcpu, KVM_SET_SREGS, &sregs)) {
+		snprintf(why, whylen, "KVM_SET_SREGS: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	memset(&regs, 0, sizeof(regs));
+	regs.rip = CODE_GPA;
+	regs.rflags = 0x2;
+	regs.rsp = 0xf000;
+	if (ioctl(vm->vcpu, KVM_SET_REGS, &regs)) {
+		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
+/* Host side: fill the data page with seed + i * step through the mapping. */
+static void host_fill(struct vm *vm, uint8_t seed, uint8_t step)
+{
+	for (unsigned int i = 0; i < DATA_LEN; i++)
+		vm->mem[DATA_GPA + i] = (uint8_t)(seed + i * step);
+}
+
+static bool host_data_is_zero(struct vm *vm)
+{
+	for (unsigned int i = 0; i < DATA_LEN; i++)
+		if (vm->mem[DATA_GPA + i])
+			return false;
+	return true;
+}
+
+static const char *exit_name(unsigned int reason)
+{
+	switch (reason) {
+	case KVM_EXIT_IO:		return "IO";
+	case KVM_EXIT_HLT:		return "HLT";
+	case KVM_EXIT_MMIO:		return "MMIO";
+	case KVM_EXIT_SHUTDOWN:		return "SHUTDOWN";
+	case KVM_EXIT_FAIL_ENTRY:	return "FAIL_ENTRY";
+	case KVM_EXIT_INTERNAL_ERROR:	return "INTERNAL_ERROR";
+	case KVM_EXIT_MEMORY_FAULT:	return "MEMORY_FAULT";
+	default:			return "?";
+	}
+}
+
+/*
+ * One guest round: set the parameters, run until the guest's OUT, return
+ * the status it reported (STATUS_*) or -1 with @why filled.
+ */
+static int guest_round(struct vm *vm, uint8_t seed, uint8_t step, char *why, size_t whylen)
+{
+	volatile uint8_t *p = vm->mem + PARAM_GPA;
+	struct kvm_run *run = vm->run;
+	struct kvm_regs regs;
+
+	p[P_SEED] = seed;
+	p[P_STEP] = step;
+	put16(p + P_LEN, DATA_LEN);
+	p[A_STATUS] = 0;
+
+	for (int i = 0; i < MAX_EXITS; i++) {
+		if (timed_out) {
+			snprintf(why, whylen, "timed out after %d s", CASE_TIMEOUT);
+			return -1;
+		}
+		if (ioctl(vm->vcpu, KVM_RUN, 0)) {
+			if (errno == EINTR)
+				continue;
+			snprintf(why, whylen, "KVM_RUN: %s", strerror(errno));
+			return -1;
+		}
+		switch (run->exit_reason) {
+		case KVM_EXIT_INTR:
+			continue;
+		case KVM_EXIT_IO:
+			if (run->io.direction != KVM_EXIT_IO_OUT || run->io.port != IO_PORT ||
+			    run->io.size != 1 || run->io.count != 1) {
+				snprintf(why, whylen, "unexpected I/O: dir %u port %#x size %u count %u",
+					 run->io.direction, run->io.port, run->io.size, run->io.count);
+				return -1;
+			}
+			return *((uint8_t *)run + run->io.data_offset);
+		case KVM_EXIT_MEMORY_FAULT:
+			snprintf(why, whylen, "KVM_EXIT_MEMORY_FAULT gpa %#llx size %#llx flags %#llx",
+				 (unsigned long long)run->memory_fault.gpa,
+				 (unsigned long long)run->memory_fault.size,
+				 (unsigned long long)run->memory_fault.flags);
+			return -1;
+		case KVM_EXIT_INTERNAL_ERROR:
+			snprintf(why, whylen, "KVM_EXIT_INTERNAL_ERROR suberror %u",
+				 run->internal.suberror);
+			return -1;
+		case KVM_EXIT_FAIL_ENTRY:
+			snprintf(why, whylen, "KVM_EXIT_FAIL_ENTRY reason %#llx",
+				 (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+			return -1;
+		default:
+			memset(&regs, 0, sizeof(regs));
+			ioctl(vm->vcpu, KVM_GET_REGS, &regs);
+			snprintf(why, whylen, "unexpected exit %u (%s) at rip %#llx",
+				 run->exit_reason, exit_name(run->exit_reason),
+				 (unsigned long long)regs.rip);
+			return -1;
+		}
+	}
+	snprintf(why, whylen, "no result after %d KVM_RUN exits", MAX_EXITS);
+	return -1;
+}
+
+/*
+ * Run a round and check what the guest reported through the mapping:
+ * @want status, the address it stopped at and its round counter.
+ */
+static bool expect_round(struct vm *vm, uint8_t seed, uint8_t step, int want,
+			 uint16_t want_stop, uint16_t want_rounds, char *why, size_t whylen)
+{
+	volatile uint8_t *p = vm->mem + PARAM_GPA;
+	int status;
+
+	status = guest_round(vm, seed, step, why, whylen);
+	if (status < 0)
+		return false;
+	if (status != want || p[A_STATUS] != want) {
+		snprintf(why, whylen, "round %u (seed %#x step %u): guest reported %d (in memory %d), want %d, stopped at %#x",
+			 want_rounds, seed, step, status, p[A_STATUS], want, get16(p + A_STOP));
+		return false;
+	}
+	if (get16(p + A_STOP) != want_stop || get16(p + A_ROUNDS) != want_rounds) {
+		snprintf(why, whylen, "round %u: guest stopped at %#x (want %#x), rounds %u (want %u)",
+			 want_rounds, get16(p + A_STOP), want_stop, get16(p + A_ROUNDS), want_rounds);
+		return false;
+	}
+	return true;
+}
+
+static int guest_reads_host_pattern(char *why, size_t whylen)
+{
+	volatile uint8_t *again;
+	struct vm vm;
+	int ret;
+
+	ret = vm_setup(&vm, why, whylen);
+	if (ret != KSFT_PASS)
+		goto out;
+	ret = KSFT_FAIL;
+
+	host_fill(&vm, 0x11, 1);
+	if (!expect_round(&vm, 0x11, 1, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
+		goto out;
+
+	/* Control: one changed byte is seen, at its address. */
+	vm.mem[DATA_GPA + 0x123] ^= 0xff;
+	if (!expect_round(&vm, 0x11, 1, STATUS_MISMATCH, DATA_GPA + 0x123, 2, why, whylen))
+		goto out;
+
+	/* The answer is in the file: a fresh mapping sees it too. */
+	again = mmap(NULL, MEM_SIZE, PROT_READ, MAP_SHARED, vm.gmem, 0);
+	if (again == MAP_FAILED) {
+		snprintf(why, whylen, "second mmap: %s", strerror(errno));
+		goto out;
+	}
+	if (again[PARAM_GPA + A_STATUS] != STATUS_MISMATCH ||
+	    get16(again + PARAM_GPA + A_ROUNDS) != 2) {
+		snprintf(why, whylen, "second mapping: status %u rounds %u",
+			 again[PARAM_GPA + A_STATUS], get16(again + PARAM_GPA + A_ROUNDS));
+		munmap((void *)again, MEM_SIZE);
+		goto out;
+	}
+	munmap((void *)again, MEM_SIZE);
+	ret = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	return ret;
+}
+
+static int punch_hole_seen_by_guest(char *why, size_t whylen)
+{
+	struct vm vm;
+	int ret;
+
+	ret = vm_setup(&vm, why, whylen);
+	if (ret != KSFT_PASS)
+		goto out;
+	ret = KSFT_FAIL;
+
+	/* The guest maps the page with the host's pattern. */
+	host_fill(&vm, 0x11, 1);
+	if (!expect_round(&vm, 0x11, 1, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
+		goto out;
+
+	/* Punch it out: the host and then the guest read zeroes. */
+	if (fallocate(vm.gmem, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, DATA_GPA, DATA_LEN)) {
+		snprintf(why, whylen, "punch hole: %s", strerror(errno));
+		goto out;
+	}
+	if (!host_data_is_zero(&vm)) {
+		snprintf(why, whylen, "host does not read zeroes after the punch");
+		goto out;
+	}
+	if (!expect_round(&vm, 0, 0, STATUS_MATCH, DATA_GPA + DATA_LEN, 2, why, whylen))
+		goto out;
+	if (!host_data_is_zero(&vm)) {
+		snprintf(why, whylen, "host does not read zeroes after the guest did");
+		goto out;
+	}
+
+	/* A new host pattern is what the guest sees now, not the old one. */
+	host_fill(&vm, 0x5a, 3);
+	if (!expect_round(&vm, 0x5a, 3, STATUS_MATCH, DATA_GPA + DATA_LEN, 3, why, whylen))
+		goto out;
+	if (!expect_round(&vm, 0x11, 1, STATUS_MISMATCH, DATA_GPA, 4, why, whylen))
+		goto out;
+	ret = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	return ret;
+}
+
+/*
+ * On 6.12 (and with our modules), KVM_MEM_GUEST_MEMFD is a valid memslot
+ * flag only for VMs with private memory, so a default VM gets EINVAL even
+ * though it may create a guest_memfd. The same memslot without the flag is
+ * accepted, so the EINVAL is about the flag. Needs no shared-memory cap.
+ */
+static int default_vm_rejects_gmem_memslot(char *why, size_t whylen)
+{
+	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE };
+	struct kvm_userspace_memory_region2 region;
+	int kvm, vm = -1, gmem = -1, ret = KSFT_FAIL;
+	void *anon = MAP_FAILED;
+
+	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm < 0) {
+		snprintf(why, whylen, "cannot open /dev/kvm: %s", strerror(errno));
+		return KSFT_SKIP;
+	}
+	if (!kvm_cap(kvm, KVM_CAP_GUEST_MEMFD) || !kvm_cap(kvm, KVM_CAP_USER_MEMORY2)) {
+		snprintf(why, whylen, "no KVM_CAP_GUEST_MEMFD or KVM_CAP_USER_MEMORY2");
+		ret = KSFT_SKIP;
+		goto out;
+	}
+	vm = ioctl(kvm, KVM_CREATE_VM, 0);
+	if (vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(0): %s", strerror(errno));
+		goto out;
+	}
+	gmem = ioctl(vm, KVM_CREATE_GUEST_MEMFD, &gm);
+	if (gmem < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD on a default VM: %s", strerror(errno));
+		goto out;
+	}
+	anon = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (anon == MAP_FAILED) {
+		snprintf(why, whylen, "mmap: %s", strerror(errno));
+		goto out;
+	}
+
+	region = (struct kvm_userspace_memory_region2){
+		.slot = 0,
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)anon,
+		.guest_memfd = gmem,
+	};
+	if (!ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "a default VM bound a guest_memfd memslot");
+		goto out;
+	}
+	if (errno != EINVAL) {
+		snprintf(why, whylen, "KVM_MEM_GUEST_MEMFD on a default VM: %s, want EINVAL",
+			 strerror(errno));
+		goto out;
+	}
+
+	region.flags = 0;
+	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "the same memslot without KVM_MEM_GUEST_MEMFD: %s",
+			 strerror(errno));
+		goto out;
+	}
+	ret = KSFT_PASS;
+out:
+	if (anon != MAP_FAILED)
+		munmap(anon, MEM_SIZE);
+	if (gmem >= 0)
+		close(gmem);
+	if (vm >= 0)
+		close(vm);
+	close(kvm);
+	return ret;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(char *why, size_t whylen);
+} cases[] = {
+	{ "guest_reads_host_pattern", guest_reads_host_pattern },
+	{ "punch_hole_seen_by_guest", punch_hole_seen_by_guest },
+	{ "default_vm_rejects_gmem_memslot", default_vm_rejects_gmem_memslot },
+};
+
+int main(void)
+{
+	char why[512];
+
+	ksft_print_header();
+	ksft_set_plan(ARRAY_SIZE(cases));
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		int ret;
+
+		why[0] = 0;
+		arm_timeout();
+		ret = cases[i].fn(why, sizeof(why));
+		alarm(0);
+		ksft_test_result_code(ret, cases[i].name, why[0] ? "%s" : NULL, why);
+	}
+	ksft_finished();
+}
