@@ -713,6 +713,31 @@ TEST_F(gmem, madv_hugepage_collapse)
 }
 
 /*
+ * We chose: MADV_DONTNEED only drops our page table entries (the data stays
+ * in the file and faults back in), while MADV_REMOVE punches the range out
+ * of the file (it calls fallocate(PUNCH_HOLE)), zeroing exactly those pages.
+ * Both as for any shared file mapping.
+ */
+TEST_F(gmem, madv_dontneed_remove)
+{
+	uint8_t *mem;
+
+	mem = map_gmem(self->fd, self->size);
+	ASSERT_NE(MAP_FAILED, mem);
+	fill(mem, 0, self->size, 0x1d);
+
+	ASSERT_EQ(0, madvise(mem, self->size, MADV_DONTNEED));
+	EXPECT_EQ(-1, check(mem, 0, self->size, 0x1d));
+
+	ASSERT_EQ(0, madvise(mem + 2 * page_size, page_size, MADV_REMOVE))
+		TH_LOG("MADV_REMOVE: %s", strerror(errno));
+	EXPECT_EQ(-1, check(mem, 0, 2 * page_size, 0x1d));
+	EXPECT_EQ(-1, check_zero(mem, 2 * page_size, 3 * page_size));
+	EXPECT_EQ(-1, check(mem, 3 * page_size, self->size, 0x1d));
+	ASSERT_EQ(0, munmap(mem, self->size));
+}
+
+/*
  * We chose: fork() shares the mapping (it is MAP_SHARED; no COW copy):
  * what the child writes, also to pages the parent never touched, the
  * parent sees, and the other way round.
