@@ -654,6 +654,7 @@ TEST_F(gmem, mprotect_exec)
 		ASSERT_EQ(EPERM, errno);
 		TH_LOG("PROT_EXEC refused (noexec anon-inode mount)");
 	} else {
+		TH_LOG("PROT_EXEC allowed: running code from the mapping");
 		((void (*)(void))mem)();
 		ASSERT_EQ(0, mprotect(mem, page_size, PROT_READ | PROT_WRITE));
 		EXPECT_EQ(0xc3, mem[0]);

@@ -15,10 +15,11 @@
  *      notices (at the right offset) when one byte differs.
  *   2. punch_hole_seen_by_guest: after the host punches the page out, guest
  *      and host read zeroes; a new host pattern is what the guest sees next.
- *   3. default_vm_rejects_gmem_memslot: a default VM (type 0) cannot bind a
- *      guest_memfd memslot: EINVAL on 6.12, where only VMs with private memory
- *      take KVM_MEM_GUEST_MEMFD. (Mainline 6.18 lets default VMs bind an
- *      mmap()able guest_memfd; not this ABI.)
+ *   3. default_vm_rejects_gmem_memslot: a default VM (type 0) cannot bind its
+ *      (flags 0, not mappable) guest_memfd as a memslot: EINVAL, as on 6.12,
+ *      where only VMs with private memory take KVM_MEM_GUEST_MEMFD. (Mainline
+ *      6.18 lets a default VM bind a GUEST_MEMFD_FLAG_MMAP guest_memfd, a
+ *      "gmem-only" memslot; never a non-mappable one.)
  * Cases 1-2 SKIP without KVM_CAP_GMEM_SHARED_MEM or KVM_X86_SW_PROTECTED_VM.
  *
  * Prints TAP. Each case has an alarm() and a bound on KVM_RUN exits, so a
@@ -463,10 +464,13 @@ out:
 }
 
 /*
- * On 6.12 (and with our modules), KVM_MEM_GUEST_MEMFD is a valid memslot
+ * On 6.12 (and with our v7 modules), KVM_MEM_GUEST_MEMFD is a valid memslot
  * flag only for VMs with private memory, so a default VM gets EINVAL even
- * though it may create a guest_memfd. The same memslot without the flag is
- * accepted, so the EINVAL is about the flag. Needs no shared-memory cap.
+ * though it may create a guest_memfd. Where default VMs may bind mappable
+ * guest_memfds (mainline's gmem-only memslots), a flags-0 one is still
+ * refused with EINVAL. The same memslot without the flag is accepted, so
+ * the EINVAL is about guest_memfd. Needs no shared-memory cap, so it runs
+ * on Debian's stock modules too.
  */
 static int default_vm_rejects_gmem_memslot(char *why, size_t whylen)
 {
