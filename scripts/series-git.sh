@@ -2,7 +2,7 @@
 # Edit the KVM series as git commits, then write it back as patch files.
 #   series-git.sh init     build/series-git: the tree subset + one commit per patch
 #   series-git.sh export   format-patch the commits back into src/ and src/series
-# A patch goes to src/arch/x86/ when its subject starts with "KVM: x86:",
+# A patch goes to src/arch/x86/ when its subject starts with "KVM: x86:" or "KVM: x86/...",
 # to src/virt/ otherwise; its file name starts with its position in the series.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -35,7 +35,7 @@ export)
 		echo "# Paths are relative to src/. Patch numbers are the position in this list."
 		for f in "$out"/*.patch; do
 			dir=virt
-			grep -q '^Subject: \[PATCH[^]]*\] KVM: x86:' "$f" && dir=arch/x86
+			grep -qE '^Subject: \[PATCH[^]]*\] KVM: x86[:/]' "$f" && dir=arch/x86
 			cp "$f" "$top/src/$dir/"
 			echo "$dir/$(basename "$f")"
 		done
