@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_abi_test: the guest_memfd mmap() ABI table, in both settings of the
+ * kvm.gmem_mainline_abi module parameter (the test flips it and restores it).
+ *
+ *                          v7 (default)              mainline (=1)
+ *  /dev/kvm FLAGS cap      MMAP|INIT_SHARED          MMAP|INIT_SHARED
+ *  /dev/kvm 239 cap        1                         0
+ *  default VM FLAGS cap    MMAP|INIT_SHARED          MMAP|INIT_SHARED
+ *  default VM, 0           mmap ENODEV, no memslot   same
+ *  default VM, MMAP        mmap ok, touch SIGBUS     same
+ *  default VM, MMAP|INIT   shared, gmem-only memslot same
+ *  default VM, INIT        mmap ENODEV               same
+ *  SW_PROT FLAGS cap       MMAP                      MMAP
+ *  SW_PROT 239 cap         1                         0
+ *  SW_PROT, 0              mmap ok, shared           mmap ENODEV
+ *  SW_PROT, MMAP           mmap ok, shared           mmap ok, touch SIGBUS
+ *  SW_PROT, INIT_SHARED    EINVAL                    EINVAL
+ *  any VM, other flag bit  EINVAL                    EINVAL
+ *
+ * Everywhere: MAP_PRIVATE EINVAL, SIGBUS past EOF, zero-fill on first touch,
+ * MADV_COLLAPSE refused. A guest_memfd keeps the ABI it was created under.
+ * Skips (exit 4) with modules that lack KVM_CAP_GUEST_MEMFD_FLAGS.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <linux/kvm.h>
+
+#include "kselftest.h"
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+#define PARAM	"/sys/module/kvm/parameters/gmem_mainline_abi"
+#define MMAP	GUEST_MEMFD_FLAG_MMAP
+#define INIT	GUEST_MEMFD_FLAG_INIT_SHARED
+#define NPAGES	4
+
+static int kvm_fd;
+static long page;
+static sigjmp_buf sigbus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(sigbus_jmp, 1);
+}
+
+/* Touch (read) one byte; returns -1 on SIGBUS, else the byte. */
+static int touch(volatile char *p)
+{
+	if (sigsetjmp(sigbus_jmp, 1))
+		return -1;
+	return *p;
+}
+
+static void set_mainline(bool on)
+{
+	int fd = open(PARAM, O_WRONLY);
+
+	if (fd < 0 || write(fd, on ? "1" : "0", 1) != 1)
+		ksft_exit_fail_msg("cannot write %s: %s\n", PARAM, strerror(errno));
+	close(fd);
+}
+
+static int create_vm(unsigned long type)
+{
+	int vm = ioctl(kvm_fd, KVM_CREATE_VM, type);
+
+	if (vm < 0)
+		ksft_exit_fail_msg("KVM_CREATE_VM(%lu): %s\n", type, strerror(errno));
+	return vm;
+}
+
+/* Returns the fd, or -errno. */
+static int create_gmem(int vm, unsigned long long flags)
+{
+	struct kvm_create_guest_memfd args = { .size = NPAGES * page, .flags = flags };
+	int fd = ioctl(vm, KVM_CREATE_GUEST_MEMFD, &args);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* mmap() the whole file plus one page past EOF; returns MAP_FAILED + errno. */
+static char *map(int fd, int how)
+{
+	return mmap(NULL, (NPAGES + 1) * page, PROT_READ | PROT_WRITE, how, fd, 0);
+}
+
+static int bind_slot(int vm, int gmem, void *hva)
+{
+	struct kvm_userspace_memory_region2 region = {
+		.slot = 0,
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.guest_phys_addr = 0,
+		.memory_size = NPAGES * page,
+		.userspace_addr = (unsigned long)hva,
+		.guest_memfd = gmem,
+		.guest_memfd_offset = 0,
+	};
+
+	return ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &region) ? -errno : 0;
+}
+
+/* What a shared, mappable guest_memfd must do. */
+static bool check_shared_mapping(int fd, const char **why)
+{
+	char *mem = map(fd, MAP_SHARED), *priv;
+	bool ok = true;
+
+	if (mem == MAP_FAILED) {
+		*why = "mmap failed";
+		return false;
+	}
+	if (touch(mem) != 0)
+		ok = false, *why = "first touch not zero";
+	memset(mem, 0x5a, NPAGES * page);
+	if (ok && touch(mem + NPAGES * page - 1) != 0x5a)
+		ok = false, *why = "no read-back";
+	if (ok && touch(mem + NPAGES * page) != -1)
+		ok = false, *why = "no SIGBUS past EOF";
+	if (ok && madvise(mem, NPAGES * page, MADV_COLLAPSE) == 0)
+		ok = false, *why = "MADV_COLLAPSE allowed";
+	munmap(mem, (NPAGES + 1) * page);
+	priv = map(fd, MAP_PRIVATE);
+	if (ok && (priv != MAP_FAILED || errno != EINVAL))
+		ok = false, *why = "MAP_PRIVATE not EINVAL";
+	if (priv != MAP_FAILED)
+		munmap(priv, (NPAGES + 1) * page);
+	return ok;
+}
+
+/* A mappable guest_memfd whose memory is private: every fault SIGBUSes. */
+static bool check_private_mapping(int fd, const char **why)
+{
+	char *mem = map(fd, MAP_SHARED);
+	bool ok = true;
+
+	if (mem == MAP_FAILED) {
+		*why = "mmap failed";
+		return false;
+	}
+	if (touch(mem) != -1)
+		ok = false, *why = "touching private memory did not SIGBUS";
+	munmap(mem, (NPAGES + 1) * page);
+	return ok;
+}
+
+static bool check_not_mappable(int fd, const char **why)
+{
+	char *mem = map(fd, MAP_SHARED);
+
+	if (mem != MAP_FAILED || errno != ENODEV) {
+		*why = "mmap not ENODEV";
+		if (mem != MAP_FAILED)
+			munmap(mem, (NPAGES + 1) * page);
+		return false;
+	}
+	return true;
+}
+
+static void check_flags_cap(int fd, const char *who, unsigned long long want)
+{
+	int r = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_GUEST_MEMFD_FLAGS);
+
+	ksft_test_result(r == (int)want, "%s: KVM_CAP_GUEST_MEMFD_FLAGS = %d (want %llu)\n",
+			 who, r, want);
+}
+
+static void check_v7_cap(int fd, const char *who, int want)
+{
+	int r = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_GMEM_SHARED_MEM);
+
+	ksft_test_result(r == want, "%s: KVM_CAP_GMEM_SHARED_MEM = %d (want %d)\n", who, r, want);
+}
+
+/* Every bit that is not advertised must be refused. */
+static void check_bad_flags(int vm, const char *who, unsigned long long allowed)
+{
+	int bad = -1;
+
+	for (int bit = 0; bit < 64; bit++) {
+		unsigned long long f = 1ULL << bit;
+		int fd;
+
+		if (f & allowed)
+			continue;
+		fd = create_gmem(vm, f);
+		if (fd != -EINVAL) {
+			bad = bit;
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+	}
+	ksft_test_result(bad < 0, "%s: every unadvertised flag bit is EINVAL%s\n", who,
+			 bad < 0 ? "" : " (one is not)");
+}
+
+typedef bool (*check_fn)(int fd, const char **why);
+
+static void check_file(int vm, const char *who, unsigned long long flags, check_fn fn)
+{
+	const char *why = "";
+	int fd = create_gmem(vm, flags);
+	bool ok;
+
+	if (fd < 0) {
+		ksft_test_result_fail("%s: flags %#llx: create failed: %s\n", who, flags,
+				      strerror(-fd));
+		return;
+	}
+	ok = fn(fd, &why);
+	ksft_test_result(ok, "%s: flags %#llx %s\n", who, flags, ok ? "as specified" : why);
+	close(fd);
+}
+
+static void check_bind(int vm, const char *who, unsigned long long flags, int want)
+{
+	int fd = create_gmem(vm, flags), r;
+
+	r = fd < 0 ? fd : bind_slot(vm, fd, NULL);
+	ksft_test_result(r == want, "%s: memslot on flags %#llx guest_memfd, userspace_addr 0: %s\n",
+			 who, flags, r ? strerror(-r) : "bound");
+	if (fd >= 0)
+		close(fd);
+}
+
+static void run_abi(bool mainline, bool have_swprot)
+{
+	const char *abi = mainline ? "mainline" : "v7";
+	char who[64];
+	int vm;
+
+	set_mainline(mainline);
+
+	snprintf(who, sizeof(who), "%s /dev/kvm", abi);
+	check_flags_cap(kvm_fd, who, MMAP | INIT);
+	check_v7_cap(kvm_fd, who, !mainline);
+
+	snprintf(who, sizeof(who), "%s default VM", abi);
+	vm = create_vm(0);
+	check_flags_cap(vm, who, MMAP | INIT);
+	check_v7_cap(vm, who, 0);
+	check_bad_flags(vm, who, MMAP | INIT);
+	check_file(vm, who, 0, check_not_mappable);
+	check_file(vm, who, INIT, check_not_mappable);
+	check_file(vm, who, MMAP, check_private_mapping);
+	check_file(vm, who, MMAP | INIT, check_shared_mapping);
+	check_bind(vm, who, 0, -EINVAL);
+	close(vm);
+	/* One memslot per VM at GPA 0: a fresh VM for the second bind. */
+	vm = create_vm(0);
+	check_bind(vm, who, MMAP | INIT, 0);
+	close(vm);
+
+	snprintf(who, sizeof(who), "%s SW_PROTECTED VM", abi);
+	if (!have_swprot) {
+		for (int i = 0; i < 7; i++)
+			ksft_test_result_skip("%s: KVM_X86_SW_PROTECTED_VM not supported\n", who);
+		return;
+	}
+	vm = create_vm(KVM_X86_SW_PROTECTED_VM);
+	check_flags_cap(vm, who, MMAP);
+	check_v7_cap(vm, who, !mainline);
+	check_bad_flags(vm, who, MMAP);
+	check_file(vm, who, 0, mainline ? check_not_mappable : check_shared_mapping);
+	check_file(vm, who, MMAP, mainline ? check_private_mapping : check_shared_mapping);
+	close(vm);
+	vm = create_vm(KVM_X86_SW_PROTECTED_VM);
+	check_bind(vm, who, 0, 0);
+	close(vm);
+
+	/* A guest_memfd keeps the ABI it was created under. */
+	vm = create_vm(KVM_X86_SW_PROTECTED_VM);
+	{
+		int fd = create_gmem(vm, 0);
+		const char *why = "";
+		bool ok;
+
+		set_mainline(!mainline);
+		ok = fd >= 0 && (mainline ? check_not_mappable(fd, &why) :
+					    check_shared_mapping(fd, &why));
+		set_mainline(mainline);
+		ksft_test_result(ok, "%s: a guest_memfd keeps its ABI when the parameter flips %s\n",
+				 who, why);
+		if (fd >= 0)
+			close(fd);
+	}
+	close(vm);
+}
+
+int main(void)
+{
+	bool have_swprot, saved;
+	char cur = '0';
+	int fd;
+
+	page = getpagesize();
+	kvm_fd = open("/dev/kvm", O_RDWR);
+	if (kvm_fd < 0)
+		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
+	if (ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_GUEST_MEMFD_FLAGS) <= 0)
+		ksft_exit_skip("KVM_CAP_GUEST_MEMFD_FLAGS not supported (not our modules)\n");
+	fd = open(PARAM, O_RDONLY);
+	if (fd < 0 || read(fd, &cur, 1) != 1)
+		ksft_exit_skip("no %s\n", PARAM);
+	close(fd);
+	saved = cur == 'Y' || cur == '1';
+	have_swprot = ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_VM_TYPES) &
+		      (1 << KVM_X86_SW_PROTECTED_VM);
+	signal(SIGBUS, on_sigbus);
+
+	ksft_print_header();
+	ksft_set_plan(2 * (2 + 9 + 7));
+	run_abi(false, have_swprot);
+	run_abi(true, have_swprot);
+	set_mainline(saved);
+	ksft_finished();
+}
