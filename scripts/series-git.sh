@@ -28,7 +28,7 @@ init)
 export)
 	cd "$repo"
 	out=$(mktemp -d)
-	git format-patch -q --no-signature --zero-commit -o "$out" series-base..HEAD
+	git format-patch -q -N --no-signature --zero-commit -o "$out" series-base..HEAD
 	rm -f "$top"/src/virt/*.patch "$top"/src/arch/x86/*.patch
 	{
 		echo "# KVM module series: applied in this order to build/src by scripts/prepare.sh."
