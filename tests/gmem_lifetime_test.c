@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_lifetime_test: kvm-amd and kvm cannot be unloaded while a guest_memfd
+ * or a mapping of it is alive, and can be once both are gone. On kernels with
+ * the mm-shim hook, private folios whose last reference drops after kvm.ko
+ * is gone are freed by mm without it (the guest's dmesg must stay clean).
+ *
+ * Unloads and reloads the modules: run it last. Our modules are reloaded from
+ * /share/modules/ (the guest harness puts them there), Debian's by modprobe.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/falloc.h>
+#include <linux/kvm.h>
+
+#include "kselftest.h"
+
+#define MODDIR		"/share/modules"
+#define TYPED		"/sys/kernel/debug/kvm/gmem_guestmem_folios"
+#define FREED		"/sys/kernel/debug/kvm/gmem_guestmem_frees"
+
+static long page;
+
+static int unload(const char *name)
+{
+	/* A VM's teardown may finish just after the last close: retry a bit. */
+	for (int i = 0; i < 50; i++) {
+		if (!syscall(SYS_delete_module, name, O_NONBLOCK))
+			return 0;
+		if (errno != EBUSY && errno != EAGAIN)
+			return -errno;
+		usleep(20000);
+	}
+	return -EBUSY;
+}
+
+static int load_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	r = syscall(SYS_finit_module, fd, "", 0);
+	r = r ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+static bool reload(void)
+{
+	if (access(MODDIR "/kvm.ko", R_OK) == 0)
+		return !load_file(MODDIR "/kvm.ko") && !load_file(MODDIR "/kvm-amd.ko");
+	return system("modprobe kvm_amd") == 0;
+}
+
+static void pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static long read_counter(const char *path)
+{
+	char buf[32] = "";
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+struct vm {
+	int kvm, vm, gmem;
+};
+
+/* A VM with one guest_memfd of @npages; @flags as for KVM_CREATE_GUEST_MEMFD. */
+static bool vm_open(struct vm *v, unsigned long type, unsigned long long flags, long npages)
+{
+	struct kvm_create_guest_memfd args = { .size = npages * page, .flags = flags };
+
+	v->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (v->kvm < 0)
+		return false;
+	v->vm = ioctl(v->kvm, KVM_CREATE_VM, type);
+	v->gmem = v->vm < 0 ? -1 : ioctl(v->vm, KVM_CREATE_GUEST_MEMFD, &args);
+	return v->gmem >= 0;
+}
+
+/* Close everything but the guest_memfd. */
+static void vm_close_all_but_gmem(struct vm *v)
+{
+	close(v->vm);
+	close(v->kvm);
+}
+
+static void test_gmem_fd_pins_modules(void)
+{
+	struct vm v;
+	int busy_amd, busy_kvm, r_amd, r_kvm;
+
+	if (!vm_open(&v, 0, 0, 4))
+		ksft_exit_fail_msg("VM with guest_memfd: %s\n", strerror(errno));
+	vm_close_all_but_gmem(&v);
+	busy_amd = unload("kvm_amd");
+	busy_kvm = unload("kvm");
+	ksft_test_result(busy_amd == -EBUSY && busy_kvm == -EBUSY,
+			 "an open guest_memfd keeps kvm_amd and kvm loaded (%s, %s)\n",
+			 strerror(-busy_amd), strerror(-busy_kvm));
+	close(v.gmem);
+	r_amd = unload("kvm_amd");
+	r_kvm = unload("kvm");
+	ksft_test_result(!r_amd && !r_kvm, "unload succeeds once the guest_memfd is closed (%s, %s)\n",
+			 strerror(-r_amd), strerror(-r_kvm));
+	ksft_test_result(reload(), "modules reload\n");
+}
+
+static void test_mapping_pins_modules(void)
+{
+	unsigned long long flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
+	int busy, r_amd, r_kvm;
+	struct vm v;
+	char *mem;
+
+	if (!vm_open(&v, 0, flags, 4)) {
+		ksft_test_result_skip("a mapping keeps kvm_amd loaded: no mappable guest_memfd\n");
+		ksft_test_result_skip("unload after munmap: no mappable guest_memfd\n");
+		ksft_test_result_skip("modules reload: no mappable guest_memfd\n");
+		return;
+	}
+	mem = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_SHARED, v.gmem, 0);
+	if (mem == MAP_FAILED)
+		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
+	mem[0] = 1;
+	vm_close_all_but_gmem(&v);
+	close(v.gmem);
+	busy = unload("kvm_amd");
+	ksft_test_result(busy == -EBUSY && mem[0] == 1,
+			 "a mapping alone keeps kvm_amd loaded and stays usable (%s)\n",
+			 strerror(-busy));
+	munmap(mem, 4 * page);
+	r_amd = unload("kvm_amd");
+	r_kvm = unload("kvm");
+	ksft_test_result(!r_amd && !r_kvm, "unload succeeds after munmap (%s, %s)\n",
+			 strerror(-r_amd), strerror(-r_kvm));
+	ksft_test_result(reload(), "modules reload\n");
+}
+
+/*
+ * New page-cache folios sit in a per-CPU LRU batch, which holds a reference,
+ * until that CPU drains it. Allocate private folios on CPU 1, drop the file
+ * and the modules on CPU 0, then make CPU 1 drain: the last references drop
+ * with kvm.ko gone.
+ */
+static void test_final_put_after_unload(void)
+{
+	const long npages = 4;
+	long typed0, freed0, typed, freed;
+	bool late;
+	struct vm v;
+	int r;
+
+	if (read_counter(TYPED) < 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		ksft_test_result_skip("final put after unload: no mm-shim hook or one CPU\n");
+		ksft_test_result_skip("modules reload\n");
+		return;
+	}
+	typed0 = read_counter(TYPED);
+	freed0 = read_counter(FREED);
+	pin_to_cpu(1);
+	if (!vm_open(&v, 0, 0, npages) ||
+	    fallocate(v.gmem, FALLOC_FL_KEEP_SIZE, 0, npages * page))
+		ksft_exit_fail_msg("private guest_memfd: %s\n", strerror(errno));
+	pin_to_cpu(0);
+	vm_close_all_but_gmem(&v);
+	close(v.gmem);
+	typed = read_counter(TYPED) - typed0;
+	freed = read_counter(FREED) - freed0;
+	late = typed == npages && freed < typed;
+	r = unload("kvm_amd");
+	r = r ?: unload("kvm");
+	if (r)
+		ksft_exit_fail_msg("unload: %s\n", strerror(-r));
+
+	/* Fill CPU 1's LRU batch with anonymous pages so that it drains. */
+	pin_to_cpu(1);
+	{
+		size_t len = 256 * page;
+		char *anon = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		for (size_t off = 0; anon != MAP_FAILED && off < len; off += page)
+			anon[off] = 1;
+		if (anon != MAP_FAILED)
+			munmap(anon, len);
+	}
+	pin_to_cpu(0);
+
+	ksft_test_result(late, "%ld of %ld private folios had their final put after kvm.ko was unloaded\n",
+			 typed - freed, typed);
+	ksft_test_result(reload(), "modules reload\n");
+}
+
+int main(void)
+{
+	page = getpagesize();
+	if (geteuid())
+		ksft_exit_skip("needs root to unload modules\n");
+	if (access("/sys/module/kvm_amd", F_OK))
+		ksft_exit_skip("kvm_amd is not loaded\n");
+
+	ksft_print_header();
+	ksft_set_plan(8);
+	test_gmem_fd_pins_modules();
+	test_mapping_pins_modules();
+	test_final_put_after_unload();
+	ksft_finished();
+}
