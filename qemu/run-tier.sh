@@ -51,7 +51,8 @@ t_start=$(date +%s)
 # Error signatures in the guest's kernel log that fail a tier even when every
 # test passed.
 log_errors=(
-	"WARNING:" "BUG:" "Oops" "KASAN" "UBSAN:" "possible circular locking" "lockdep"
+	"WARNING:" "BUG:" "Oops" "KASAN:" "UBSAN:" "possible circular locking"
+	"turning off the locking correctness validator" "lockdep is turned off"
 	"general protection" "Kernel panic" "RCU stall" "detected stalls" "blocked for more than"
 )
 
