@@ -16,7 +16,7 @@ KVER ?=
 KDIR ?=
 TIER ?= stock
 
-.PHONY: all deps modules prepare selftests check-series qemu-test check clean distclean
+.PHONY: all deps modules prepare selftests check-series qemu-test qemu-shell qemu-run check clean distclean
 
 all: modules
 
@@ -41,6 +41,17 @@ check-series:
 qemu-test: modules selftests
 	@scripts/install-deps.sh qemu
 	@qemu/test-tier.sh $(TIER)
+
+# A root shell in a guest with our modules loaded (TIER=stock|shim, MODULES=stock).
+qemu-shell: modules
+	@scripts/install-deps.sh qemu
+	@TIER=$(TIER) qemu/shell.sh
+
+# Run your own static program in a guest: make qemu-run RUN=./prog ARGS='-v 3'
+qemu-run: modules
+	@scripts/install-deps.sh qemu
+	@test -n "$(RUN)" || { echo "usage: make qemu-run RUN=<static program> [ARGS='...'] [TIER=shim] [MODULES=stock]"; exit 2; }
+	@TIER=$(TIER) qemu/run-program.sh $(RUN) $(ARGS)
 
 check:
 	@scripts/install-deps.sh all

@@ -14,6 +14,7 @@
 #   --initrd      initramfs (qemu/initramfs.sh); without it the kernel must
 #                 have virtio-blk, ext4 and 9p built in
 #   --append      extra kernel command line arguments
+#   --interactive the console is this terminal too (Ctrl-A X quits QEMU)
 # Exit status: the guest's run.sh status; 124 = timed out (QEMU killed);
 # 125 = no exit status came back (guest crashed, panicked or QEMU failed).
 # Never uses KVM: the host's /dev/kvm is not to be relied on.
@@ -25,9 +26,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 # usage: print the comment block at the top of this file.
 usage() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0" >&2; exit 2; }
 
-kdir='' image='' share='' log='' timeout='' initrd='' append=''
+kdir='' image='' share='' log='' timeout='' initrd='' append='' interactive=''
 while (($#)); do
 	case "$1" in
+	--interactive) interactive=1; shift; continue ;;
 	--kernel-dir) kdir=$2 ;;
 	--image) image=$2 ;;
 	--share) share=$2 ;;
@@ -60,12 +62,19 @@ mkdir -p "$(dirname "$log")"
 qemu=(qemu-system-x86_64
 	-machine q35 -accel tcg,thread=single -cpu max -smp 2 -m 3G
 	-nodefaults -display none -monitor none -no-reboot
-	-chardev "file,id=console,path=$log" -serial chardev:console
+	-serial chardev:console
 	-drive "file=$image,if=virtio,format=raw,snapshot=on"
 	-virtfs "local,path=$share,mount_tag=share,security_model=none,id=share"
 	-kernel "$kdir/vmlinuz"
 	-append "console=ttyS0 panic=-1 oops=panic root=/dev/vda rw init=/sbin/kvm-gmem-init $append")
 [[ -z "$initrd" ]] || qemu+=(-initrd "$initrd")
+if [[ -n "$interactive" ]]; then
+	# The console on this terminal, still logged; Ctrl-A X quits QEMU.
+	qemu+=(-chardev "stdio,id=console,mux=on,signal=off,logfile=$log")
+	qemu+=(-mon chardev=console,mode=readline)
+else
+	qemu+=(-chardev "file,id=console,path=$log")
+fi
 if [[ -d "$kdir/lib/modules" ]]; then
 	qemu+=(-virtfs "local,path=$kdir/lib/modules,mount_tag=modules,security_model=none,readonly=on,id=modules")
 fi
@@ -74,7 +83,11 @@ step "booting $(basename "$kdir") under TCG (timeout ${timeout}s, console: $log)
 t0=$(date +%s)
 rc=0
 # SIGTERM first so QEMU can flush the log; SIGKILL if it does not go.
-timeout --kill-after=10 "$timeout" "${qemu[@]}" </dev/null || rc=$?
+if [[ -n "$interactive" ]]; then
+	timeout --foreground --kill-after=10 "$timeout" "${qemu[@]}" || rc=$?
+else
+	timeout --kill-after=10 "$timeout" "${qemu[@]}" </dev/null || rc=$?
+fi
 elapsed=$(($(date +%s) - t0))
 
 if ((rc == 124 || rc == 137)); then

@@ -16,6 +16,8 @@
 #   --timeout  hard wall-clock limit of the guest run (default 600)
 #   --initrd   initramfs: built for the kernel (auto, default), none, or a file
 #   --append   extra kernel command line arguments
+#   --shell    after loading the modules, a root shell on this terminal
+#              (ends with "poweroff", "exit" or Ctrl-A X); tests still run after
 # Exit status: 0 all passed; 1 a test failed or the kernel log shows an error;
 # 124 the guest timed out; 125 the guest crashed; 2 usage error.
 set -euo pipefail
@@ -28,8 +30,10 @@ repo=$(cd "$here/.." && pwd)
 usage() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0" >&2; exit 2; }
 
 tier='' kernel=stock modules='' tests='' results='' timeout=600 initrd=auto append=''
+shell=''
 while (($#)); do
 	case "$1" in
+	--shell) shell=1; shift; continue ;;
 	--tier) tier=$2 ;;
 	--kernel) kernel=$2 ;;
 	--modules) modules=$2 ;;
@@ -74,6 +78,7 @@ share="$repo/build/share/$tier"
 rm -rf "$share"
 mkdir -p "$share/modules" "$share/tests" "$share/results"
 install -m 755 "$repo/tests/guest/run.sh" "$share/run.sh"
+[[ -z "$shell" ]] || touch "$share/shell"
 if [[ "$modules" == stock ]]; then
 	touch "$share/modules/USE_STOCK"
 else
@@ -96,6 +101,7 @@ t_boot=$(date +%s)
 boot_args=(--kernel-dir "$kdir" --image "$image" --share "$share" --log "$results/serial.log" --timeout "$timeout")
 [[ -z "$initrd" ]] || boot_args+=(--initrd "$initrd")
 [[ -z "$append" ]] || boot_args+=(--append "$append")
+[[ -z "$shell" ]] || boot_args+=(--interactive)
 guest_rc=0
 "$here/boot.sh" "${boot_args[@]}" || guest_rc=$?
 t_end=$(date +%s)

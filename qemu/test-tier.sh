@@ -4,13 +4,15 @@
 #   test-tier.sh debian   Debian's generic kernel with Debian's own modules
 #                         (the baseline our modules are compared against)
 #   test-tier.sh shim     our debug kernel with the mm-shim, with our modules
-# Results: build/results/<tier>/
+# Results: build/results/<tier>/. Further arguments go to run-tier.sh and
+# win over the tier's own (e.g. --modules stock, --tests DIR, --shell).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$top/scripts/lib.sh"
 
-tier=${1:?usage: $0 stock|debian|shim}
+tier=${1:?usage: $0 stock|debian|shim [run-tier.sh arguments]}
+shift
 results="$top/build/results/$tier"
 stage="$top/build/stage/$tier"
 args=(--tier "$tier" --results "$results")
@@ -41,6 +43,6 @@ shim)
 	;;
 esac
 
-"$top/scripts/stage-tests.sh" "$top/tests/list" "$stage"
+"$top/scripts/stage-tests.sh" "$stage" "$top/tests/list"
 step "tier $tier: booting"
-exec "$here/run-tier.sh" "${args[@]}" --tests "$stage" --timeout "${QEMU_TIMEOUT:-900}"
+exec "$here/run-tier.sh" "${args[@]}" --tests "$stage" --timeout "${QEMU_TIMEOUT:-900}" "$@"

@@ -45,7 +45,8 @@ done)
 [ -z "$missing" ] || die "config fragments not honoured by Kconfig:
 $missing"
 
-export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=5G
+# Paths relative to the kernel dir, so builds in other cache dirs hit too.
+export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=5G CCACHE_BASEDIR="$out"
 export KBUILD_BUILD_TIMESTAMP="2026-01-01" KBUILD_BUILD_USER=kvm-gmem KBUILD_BUILD_HOST=kvm-gmem
 step "compiling (log: $obj/build.log)" >&2
 make -C "$src" O="$obj" CC="ccache gcc" -j"$(nproc)" bzImage modules > "$obj/build.log" 2>&1 ||

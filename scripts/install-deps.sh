@@ -5,7 +5,7 @@ set -euo pipefail
 
 build_pkgs="linux-source-6.12 make gcc-12 bc flex bison libelf-dev libssl-dev dwarves
 	    kmod cpio rsync xz-utils patch perl python3 ccache"
-qemu_pkgs="qemu-system-x86 qemu-utils debootstrap busybox-static e2fsprogs"
+qemu_pkgs="qemu-system-x86 qemu-utils debootstrap busybox-static e2fsprogs tmux file"
 
 case "${1:-all}" in
 build) want=$build_pkgs ;;

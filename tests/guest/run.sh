@@ -102,6 +102,18 @@ fi
 if [[ -c /dev/kvm ]]; then tap_line ok "/dev/kvm exists"; else tap_line "not ok" "/dev/kvm exists"; fi
 echo "1..$n" >>"$tap"
 
+# --- make qemu-shell: a root shell with job control on the console -------
+if [[ -f "$share/shell" ]]; then
+	progress "root shell; 'poweroff' or 'exit' ends the guest, Ctrl-A X kills it"
+	cat >/tmp/shellrc <<-'EOF'
+		PS1='kvm-gmem-guest# '
+		poweroff() { exit 0; }
+		cd /share
+	EOF
+	# setsid -c makes the console our controlling terminal: job control.
+	TERM=linux setsid -c -w bash --rcfile /tmp/shellrc -i </dev/ttyS0 >/dev/ttyS0 2>&1 || true
+fi
+
 # --- Run the tests -------------------------------------------------------
 default_timeout=300
 [[ -f "$share/tests/list" ]] || : >"$share/tests/list"
