@@ -43,6 +43,13 @@ shim)
 	;;
 esac
 
-"$top/scripts/stage-tests.sh" "$stage" "$top/tests/list"
+# The Debian kernel tiers also run the tree's selftests of the regression
+# comparison (tests/regression-list), before our tests: the last of ours
+# reloads the modules.
+lists=("$top/tests/list")
+if [ "$tier" != shim ] && [ -f "$top/tests/regression-list" ]; then
+	lists=("$top/tests/regression-list" "${lists[@]}")
+fi
+"$top/scripts/stage-tests.sh" "$stage" "${lists[@]}"
 step "tier $tier: booting"
 exec "$here/run-tier.sh" "${args[@]}" --tests "$stage" --timeout "${QEMU_TIMEOUT:-900}" "$@"
