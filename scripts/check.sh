@@ -43,6 +43,7 @@ if [ -f build/results/stock/summary.txt ] && [ -f build/results/debian/summary.t
 fi
 run_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
 run_step "front ends: qemu-run, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
+run_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh
 
 echo
 echo "=== make check: $(( $(date +%s) - KVM_GMEM_T0 ))s ==="
