@@ -10,7 +10,7 @@ out=$1
 shift
 rm -rf "$out"
 mkdir -p "$out"
-cat "$@" | while read -r name timeout; do
+cat "$@" | while read -r name timeout params; do
 	case "$name" in ''|'#'*) continue ;; esac
 	found=
 	for dir in "$top/build/selftests" "$top/build/selftests/x86_64" "$top/build/tests"; do
@@ -18,5 +18,5 @@ cat "$@" | while read -r name timeout; do
 	done
 	[ -n "$found" ] || die "test $name (from $*) was not built"
 	cp "$found" "$out/$name"
-	echo "$name $timeout" >> "$out/list"
+	echo "$name $timeout $params" >> "$out/list"
 done

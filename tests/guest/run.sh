@@ -6,7 +6,8 @@
 # Share layout (prepared by qemu/run-tier.sh):
 #   /share/modules/USE_STOCK       load Debian's own kvm/kvm_amd (modprobe), or
 #   /share/modules/kvm.ko, kvm-amd.ko [, kvm-intel.ko]   our modules (insmod)
-#   /share/tests/list              one test per line: NAME [TIMEOUT_SECONDS]
+#   /share/tests/list              one test per line: NAME [TIMEOUT_SECONDS [PARAM=VALUE...]]
+#                                  (PARAMs: kvm module parameters set for that test only)
 #   /share/tests/NAME              the test executables
 #   /share/tests/timeout           optional default per-test timeout (300 s)
 #   /share/results/                written here: modules.tap, NAME.tap, dmesg.txt
@@ -121,9 +122,21 @@ default_timeout=300
 
 # Tests run from a scratch directory so they cannot litter the share.
 cd /tmp
-while read -r name limit _; do
+while read -r name limit params; do
 	[[ -n "$name" && "$name" != \#* ]] || continue
 	limit=${limit:-$default_timeout}
+	# kvm module parameters for this test; put back afterwards.
+	restore=()
+	for kv in $params; do
+		p=/sys/module/kvm/parameters/${kv%%=*}
+		if [[ -w $p ]]; then
+			restore+=("$(cat "$p")>$p")
+			echo "${kv#*=}" >"$p"
+			progress "test $name: kvm.$kv"
+		else
+			progress "test $name: no kvm parameter ${kv%%=*} with these modules"
+		fi
+	done
 	out=$results/$name.tap
 	start=$SECONDS
 	rc=0
@@ -140,6 +153,7 @@ while read -r name limit _; do
 	124 | 137) echo "not ok - $name timed out after ${limit}s" >>"$out" ;;
 	*) grep -qE '^not ok([[:space:]]|$)' "$out" || echo "not ok - $name exited $rc" >>"$out" ;;
 	esac
+	for r in "${restore[@]}"; do echo "${r%%>*}" >"${r#*>}"; done
 	read -r pass fail skip <<<"$(tap_counts "$out")"
 	if ((fail)); then verdict=FAIL; elif ((pass)); then verdict=PASS; else verdict=SKIP; fi
 	progress "test $name: $verdict ($pass passed, $fail failed, $skip skipped; exit $rc, $((SECONDS - start))s)"
