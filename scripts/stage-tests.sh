@@ -8,6 +8,9 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=$1
 shift
+[ $# -gt 0 ] || die "usage: $0 OUTDIR LIST..."
+# OUTDIR is wiped: never let a mixed-up argument wipe a list.
+[ ! -e "$out" ] || [ -d "$out" ] || die "$out exists and is not a directory"
 rm -rf "$out"
 mkdir -p "$out"
 cat "$@" | while read -r name timeout params; do
