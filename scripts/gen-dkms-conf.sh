@@ -16,7 +16,8 @@ pkgver=$("$top/scripts/kernel-version.sh" pkgver)
 	echo "PACKAGE_VERSION=\"$version\""
 	echo "# Only the kernel whose source is installed (linux-source-6.12 $pkgver):"
 	echo "# for another kernel, install its linux-source-6.12 and rebuild this package."
-	echo "BUILD_EXCLUSIVE_KERNEL=\"^${kver//./\\.}\$\""
+	# The release, with the regex characters in it (. and +) escaped.
+	echo "BUILD_EXCLUSIVE_KERNEL=\"^$(printf '%s' "$kver" | sed 's/[.+]/\\&/g')\$\""
 	echo "MAKE[0]=\"make modules KVER=\${kernelver} KDIR=\${kernel_source_dir}\""
 	echo "CLEAN=\"rm -rf build\""
 	i=0
