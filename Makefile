@@ -16,7 +16,7 @@ KVER ?=
 KDIR ?=
 TIER ?= stock
 
-.PHONY: all deps modules prepare selftests check-series qemu-test qemu-shell qemu-run check clean distclean
+.PHONY: all deps modules prepare selftests check-series qemu-test qemu-shell qemu-run check bench clean distclean
 
 all: modules
 
@@ -56,6 +56,10 @@ qemu-run: modules
 check:
 	@scripts/install-deps.sh all
 	@scripts/check.sh
+
+# Benchmarks (issue 9), not part of make check: build/results/bench/
+bench: modules
+	@TIER=$(TIER) scripts/bench.sh
 
 clean:
 	rm -rf build

@@ -1,0 +1,218 @@
+#!/bin/bash
+# make bench (issue 9): what guest_memfd mmap() costs against memfd (shmem)
+# and anonymous memory, and that a guest_memfd-backed VM is counted once.
+#
+# Builds tests/bench/gmem_bench, runs it in a TCG guest (qemu/run-program.sh)
+# with our modules and then with Debian's (MODULES=stock), one guest at a
+# time, and writes build/results/bench/:
+#   bench.txt   the table: median [min-max] per case and variant, the cost
+#               ratio to the reference column, ours and stock side by side,
+#               the targets of issue 9, and agreement with the previous run
+#   bench.csv   the same numbers, one row per case and variant
+#   bench.png   gnuplot bar chart of the ratios with their min-max
+#   ours.csv, stock.csv, ours.log, stock.log   what each guest run produced
+#   bench.prev.csv   the previous run's bench.csv, if there was one
+# Environment: BENCH_REPS (default 5), BENCH_SCALE (sizes, default 1),
+# BENCH_STOCK=0 to skip the stock run, TIER=stock|shim (guest kernel),
+# BENCH_REPORT_ONLY=1 to only redo the table and chart from ours.csv and
+# stock.csv.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
+
+reps=${BENCH_REPS:-5}
+scale=${BENCH_SCALE:-1}
+out="$top/build/results/bench"
+bin="$top/build/bench/gmem_bench"
+mkdir -p "$out"
+
+"$here/install-deps.sh" qemu
+"$here/install-deps.sh" bench
+[ -f "$top/build/src/usr/include/linux/kvm.h" ] || die "no prepared tree: run make modules first"
+make -s -C "$top/tests/bench" KVM_GMEM_SRC="$top/build/src" OUT="$top/build/bench"
+
+# run_guest NAME [ENV...]: one guest run; its CSV lands in $out/NAME.csv.
+run_guest() {
+	local name=$1 rc=0 csv="$top/build/share/run/results/bench.csv"
+	shift
+	step "bench: guest run with $name modules ($reps reps)"
+	rm -f "$out/$name.csv"
+	env "$@" RUN_TIMEOUT=480 "$top/qemu/run-program.sh" "$bin" -r "$reps" -s "$scale" \
+		> "$out/$name.log" 2>&1 || rc=$?
+	if [ -f "$csv" ] && grep -q '^meta,seconds,' "$csv"; then
+		cp "$csv" "$out/$name.csv"
+	else
+		tail -n 20 "$out/$name.log" >&2
+		die "bench: the $name guest run left no complete bench.csv (status $rc): see $out/$name.log"
+	fi
+	[ "$rc" = 0 ] || step "bench: some $name cases failed (status $rc): see # lines in $out/$name.log"
+	step "bench: $name: $(sed -n 's/^meta,seconds,//p' "$out/$name.csv") s in the guest"
+}
+
+if [ "${BENCH_REPORT_ONLY:-0}" = 0 ]; then
+	run_guest ours MODULES=ours
+	if [ "${BENCH_STOCK:-1}" != 0 ]; then
+		run_guest stock MODULES=stock
+	else
+		: > "$out/stock.csv"
+	fi
+	[ ! -f "$out/bench.csv" ] || mv "$out/bench.csv" "$out/bench.prev.csv"
+fi
+[ -f "$out/ours.csv" ] || die "no $out/ours.csv: run make bench"
+[ -f "$out/stock.csv" ] || : > "$out/stock.csv"
+
+# --- bench.csv: ours and stock side by side, with the ratios --------------
+# ratio: for pages/s the cost per page against the reference variant of the
+# same case and run (ref median / median; > 1 is slower), its range from the
+# variant's min-max; for footprint the value itself (guest size = 1).
+awk -F, -v OFS=, '
+function ratio(med, ref) { return ref == "" || med == "" || med == 0 ? "" : ref / med }
+FNR == 1 { side = FILENAME ~ /stock\.csv$/ ? "stock" : "ours" }
+$1 == "summary" {
+	k = $2 SUBSEP $3
+	if (!(k in seen)) {
+		# rows grouped by case, in the order the cases first appear
+		if (!($2 in ncase)) corder[++nc] = $2
+		seen[k] = 1; rows[$2, ++ncase[$2]] = k; cas[k] = $2; var[k] = $3; unit[k] = $4; ref[k] = $5
+	}
+	if ($6 ~ /^[0-9.e+-]+$/) { med[side, k] = $6; lo[side, k] = $7; hi[side, k] = $8; cnt[side, k] = $9 }
+	else { med[side, k] = ""; note[side, k] = $6 }
+}
+END {
+	print "case,variant,unit,ref,ours_median,ours_min,ours_max,ours_n,ours_ratio,ours_ratio_min,ours_ratio_max," \
+	      "stock_median,stock_min,stock_max,stock_n,stock_ratio,stock_ratio_min,stock_ratio_max"
+	for (c = 1; c <= nc; c++) for (j = 1; j <= ncase[corder[c]]; j++) {
+		k = rows[corder[c], j]; line = cas[k] OFS var[k] OFS unit[k] OFS ref[k]
+		for (s = 1; s <= 2; s++) {
+			side = s == 1 ? "ours" : "stock"
+			if (med[side, k] == "") {
+				v = (side, k) in note ? note[side, k] : "n/a"
+				line = line OFS v OFS OFS OFS 0 OFS OFS OFS
+				continue
+			}
+			if (unit[k] == "pages/s") {
+				r = med[side, cas[k] SUBSEP ref[k]]
+				q = ratio(med[side, k], r); qlo = ratio(hi[side, k], r); qhi = ratio(lo[side, k], r)
+			} else {
+				q = med[side, k]; qlo = lo[side, k]; qhi = hi[side, k]
+			}
+			line = line OFS med[side, k] OFS lo[side, k] OFS hi[side, k] OFS cnt[side, k] OFS q OFS qlo OFS qhi
+		}
+		print line
+	}
+}' "$out/ours.csv" "$out/stock.csv" > "$out/bench.csv"
+
+# --- bench.txt ---------------------------------------------------------------
+meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
+{
+	echo "kvm-gmem benchmarks (issue 9), $(date -u '+%Y-%m-%d %H:%M UTC'), make bench"
+	echo "guest: Debian $("$here/kernel-version.sh" kver) (TIER=${TIER:-stock}) under QEMU TCG," \
+	     "2 vCPUs round-robin, 3 GiB; host: $(nproc) CPUs, shared"
+	echo "ours: kvm $(meta ours kvm_version), $(meta ours seconds) s;" \
+	     "stock: Debian's modules, $(meta stock seconds) s; $(meta ours reps) reps per case, interleaved, fork per case"
+	echo "sizes: faults $(meta ours fault_pages) pages (1t: all, 2t: half each); punch $(meta ours punch_pages) pages x $(meta ours punch_cycles);" \
+	     "vCPU $(meta ours vcpu_pages) pages; footprint guest $(($(meta ours footprint_pages) * 4 / 1024)) MiB," \
+	     "vCPU writes $(meta ours footprint_vcpu_pages) pages of it"
+	echo
+	echo "median [min-max] of the reps. ratio: for pages/s, time per page against the ref variant of"
+	echo "the same case and run (ref pages/s / pages/s; > 1 = slower), [range from this variant's min-max];"
+	echo "footprint: MemAvailable drop, Shmem and Unevictable growth, each / guest size (ref = guest size)."
+	echo
+	awk -F, '
+	function f(v, u) {
+		if (v == "") return ""
+		if (u != "pages/s") return sprintf("%.4f", v)
+		if (v >= 1e6) return sprintf("%.3gM", v / 1e6)
+		if (v >= 1e3) return sprintf("%.3gk", v / 1e3)
+		return sprintf("%.3g", v)
+	}
+	function cell(m, lo, hi, u) { return m ~ /^[0-9.e+-]+$/ ? sprintf("%s [%s-%s]", f(m, u), f(lo, u), f(hi, u)) : m }
+	function rat(q, lo, hi) { return q == "" ? "" : sprintf("%.3f [%.2f-%.2f]", q, lo, hi) }
+	NR == 1 {
+		printf "%-22s %-12s %-8s %-6s | %-24s %-20s | %-24s %-20s\n", "case", "variant", "unit", "ref",
+		       "ours", "ratio", "stock", "ratio"
+		next
+	}
+	$1 != last { if (last != "") print ""; last = $1 }
+	{
+		printf "%-22s %-12s %-8s %-6s | %-24s %-20s | %-24s %-20s\n", $1, $2, $3, $4,
+		       cell($5, $6, $7, $3), rat($9, $10, $11), cell($12, $13, $14, $3), rat($16, $17, $18)
+	}' "$out/bench.csv"
+	echo
+	echo "targets (ours):"
+	awk -F, '
+	function chk(what, q, lim) {
+		if (q == "") { printf "  %-44s n/a\n", what; return }
+		printf "  %-44s %.3f (<= %.2f) %s\n", what, q, lim, q <= lim ? "met" : "MISSED"
+	}
+	$1 ~ /^fault_/ && $2 == "gmem" { chk("guest_memfd first-touch fault vs memfd, " substr($1, 7), $9, 1.05) }
+	$1 == "vcpu_first" && $2 ~ /^gmem/ { chk("vCPU first touch, " $2 " vs anon", $9, 1.10) }
+	$1 == "footprint_memavail" && $2 == "gmem" { chk("footprint, guest_memfd VM, MemAvailable", $9, 1.02) }
+	' "$out/bench.csv"
+	if [ -f "$out/bench.prev.csv" ]; then
+		echo
+		echo "reproducibility against the previous make bench (bench.prev.csv): ratio rows compare"
+		echo "ratios, reference rows their medians; agree = each run's value inside the other's min-max"
+		awk -F, '
+		function num(v) { return v ~ /^[0-9.e+-]+$/ }
+		function cmp(a, alo, ahi, b, blo, bhi) {
+			if (!num(a) || !num(b)) return ""
+			if (a >= blo && a <= bhi && b >= alo && b <= ahi) return "agree"
+			if (a >= blo && a <= bhi || b >= alo && b <= ahi) return "agree one way"
+			return "DIFFER"
+		}
+		FNR == 1 { file++; next }
+		{
+			k = $1 "," $2; isref = $2 == $4
+			for (s = 0; s < 2; s++) {
+				o = s ? 12 : 5; key = k SUBSEP s
+				if (isref || $3 != "pages/s") { v = $(o); lo = $(o + 1); hi = $(o + 2) }
+				else { v = $(o + 4); lo = $(o + 5); hi = $(o + 6) }
+				if (file == 1) { pv[key] = v; plo[key] = lo; phi[key] = hi; continue }
+				if (!(key in pv)) continue
+				r = cmp(v, lo, hi, pv[key], plo[key], phi[key])
+				if (r == "") continue
+				total++; if (r == "agree") ok++; else if (r == "DIFFER") bad++
+				if (r != "agree")
+					printf "  %-36s %-5s %s: now %.4g [%.4g-%.4g], before %.4g [%.4g-%.4g]\n", k,
+					       s ? "stock" : "ours", r, v, lo, hi, pv[key], plo[key], phi[key]
+			}
+		}
+		END { printf "  %d of %d values agree both ways, %d differ outright\n", ok, total, bad }
+		' "$out/bench.prev.csv" "$out/bench.csv"
+	fi
+} > "$out/bench.txt"
+
+# --- bench.png -------------------------------------------------------------------
+# One bar pair (ours, stock) per non-reference row: its ratio, with min-max.
+awk -F, -v OFS='\t' 'NR > 1 && $2 != $4 && ($3 == "pages/s" || $1 == "footprint_memavail") {
+	o = $9 == "" ? "NaN" OFS "NaN" OFS "NaN" : $9 OFS $10 OFS $11
+	s = $16 == "" ? "NaN" OFS "NaN" OFS "NaN" : $16 OFS $17 OFS $18
+	print "\"" $1 " " $2 "\"", o, s
+}' "$out/bench.csv" > "$out/bench.dat"
+gnuplot <<EOF
+set terminal pngcairo size 1400,760 font "sans,10" noenhanced
+set output "$out/bench.png"
+set title "guest_memfd mmap(): cost per page vs reference (host: memfd, vCPU: anon) and footprint / guest size\n(TCG guest, median of $(meta ours reps) reps with min-max; ours vs Debian's stock modules; missing bar = n/a)"
+set datafile separator "\t"
+set datafile missing "NaN"
+set style data histogram
+set style histogram errorbars gap 2 lw 1
+set style fill solid 0.7 border -1
+set boxwidth 0.9
+set xtics rotate by -40 left nomirror
+set ylabel "ratio (1 = as the reference; < 1 faster / smaller)"
+set yrange [0:*]
+set grid ytics
+set key top left
+set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 1.5 lc rgb "black"
+set bmargin 12
+set rmargin 12
+plot "$out/bench.dat" using 2:3:4:xtic(1) title "ours" lc rgb "#3b6fb6", \
+     "" using 5:6:7 title "stock" lc rgb "#d08a2c"
+EOF
+rm -f "$out/bench.dat"
+
+cat "$out/bench.txt"
+step "bench: results in $out/ (bench.txt, bench.csv, bench.png)"

@@ -1,0 +1,942 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_bench: what host mmap() of guest_memfd costs against shmem (memfd) and
+ * anonymous memory, and that a guest_memfd-backed VM is counted once
+ * (issue 9). Runs in the test guest as root (make bench, scripts/bench.sh).
+ *
+ * Every case runs in a fresh child process (fork per case); the cases are
+ * interleaved (rep 1 of every case, then rep 2, ... with the start rotated)
+ * and each reports one or more values per rep. Cases:
+ *
+ *   fault_{seq,rand}_{1t,2t}  first touch (one write per 4 KiB page) of a
+ *                             fresh mapping: pages/s, guest_memfd (default VM,
+ *                             MMAP|INIT_SHARED) vs memfd vs anonymous
+ *   retouch_mapped            write passes over populated, mapped pages
+ *   retouch_remap_{read,write} a fresh mapping of a populated file: minor
+ *                             faults only (guest_memfd vs memfd)
+ *   punch_cycle               FALLOC_FL_PUNCH_HOLE of the whole file + write
+ *                             re-fault of every page, per page (gmem vs memfd)
+ *   vcpu_{first,retouch}      a vCPU (32-bit flat protected mode) writing one
+ *                             byte per page of a memslot: first touch (EPT/NPT
+ *                             fault + allocation) and again; memslot backed by
+ *                             anonymous memory, memfd, guest_memfd of a default
+ *                             VM (gmem-only memslot) or of a SW_PROTECTED VM
+ *                             (v7, in place)
+ *   footprint_{memavail,shmem,unevictable}  a VM of G bytes whose memory is
+ *                             written by the VMM through its mapping and
+ *                             partly by the vCPU: the drop of MemAvailable and
+ *                             the growth of Shmem and Unevictable, / G
+ *
+ * Output (stdout, and /share/results/bench.csv when that directory exists):
+ *   meta,KEY,VALUE
+ *   raw,CASE,VARIANT,REP,VALUE          VALUE "n/a" when unsupported
+ *   summary,CASE,VARIANT,UNIT,REF,MEDIAN,MIN,MAX,N,NOTE
+ * REF is the reference variant of the case ("guest" for footprint: the guest
+ * size, i.e. 1.0). Cases that need guest_memfd mmap() are n/a on Debian's
+ * stock modules; everything else runs there too.
+ *
+ *   gmem_bench [-r REPS] [-s SCALE] [-c CASE-SUBSTRING] [-o CSV]
+ * Exit status: 0, or 1 if some case failed (not merely n/a).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <linux/falloc.h>
+#include <linux/kvm.h>
+
+#ifndef KVM_CAP_GMEM_SHARED_MEM
+#define KVM_CAP_GMEM_SHARED_MEM 239
+#endif
+#ifndef KVM_CAP_GUEST_MEMFD_FLAGS
+#define KVM_CAP_GUEST_MEMFD_FLAGS 244
+#endif
+#ifndef GUEST_MEMFD_FLAG_MMAP
+#define GUEST_MEMFD_FLAG_MMAP		(1ULL << 0)
+#define GUEST_MEMFD_FLAG_INIT_SHARED	(1ULL << 1)
+#endif
+
+#define PAGE		4096UL
+#define MAX_METRICS	3
+#define MAX_REPS	15
+#define CASE_TIMEOUT	120
+#define PCP_SYSCTL	"/proc/sys/vm/percpu_pagelist_high_fraction"
+
+/* Sizes in pages, before -s SCALE. */
+static long fault_pages = 8192;		/* 32 MiB */
+static long retouch_passes = 4;
+static long punch_pages = 2048;
+static long punch_cycles = 4;
+static long vcpu_pages = 1024;		/* nested SVM under TCG is slow */
+static long vcpu_passes = 4;		/* re-touch passes */
+static long foot_pages = 32768;		/* 128 MiB guest */
+static long foot_vcpu_pages = 256;
+
+enum mem { ANON, MEMFD, GMEM, GMEM_SWP };
+static const char *const mem_name[] = { "anon", "memfd", "gmem", "gmem_swprot" };
+
+struct bench_case;
+typedef int (*case_fn)(const struct bench_case *c, double *v, char *why, size_t whylen);
+
+struct bench_case {
+	const char *name;
+	enum mem mem;
+	const char *ref;	/* reference variant */
+	const char *unit;
+	case_fn fn;
+	int order;		/* 0 sequential, 1 random */
+	int threads;
+	int nmetrics;
+	const char *metric[MAX_METRICS];	/* suffix of the case name per value */
+};
+
+/* Child's answer */
+#define RES_OK	0
+#define RES_NA	4
+#define RES_ERR	1
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- memory regions ------------------------------------------------------ */
+
+struct region {
+	enum mem mem;
+	int kvm, vm, fd;
+	char *p;
+	size_t len;
+};
+
+static int kvm_cap(int fd, long cap)
+{
+	int r = ioctl(fd, KVM_CHECK_EXTENSION, cap);
+
+	return r < 0 ? 0 : r;
+}
+
+/* Only the VM and the file, no mapping. KVM VM type: 0 or SW_PROTECTED. */
+static int region_file(struct region *r, enum mem mem, size_t len, char *why, size_t whylen)
+{
+	const unsigned long long want = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
+	struct kvm_create_guest_memfd gm = { .size = len };
+	int types;
+
+	*r = (struct region){ .mem = mem, .kvm = -1, .vm = -1, .fd = -1, .len = len };
+	if (mem == ANON)
+		return RES_OK;
+	if (mem == MEMFD) {
+		r->fd = memfd_create("bench", MFD_CLOEXEC);
+		if (r->fd < 0 || ftruncate(r->fd, len)) {
+			snprintf(why, whylen, "memfd: %s", strerror(errno));
+			return RES_ERR;
+		}
+		return RES_OK;
+	}
+	r->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (r->kvm < 0) {
+		snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
+		return RES_NA;
+	}
+	if (mem == GMEM) {
+		if ((kvm_cap(r->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & want) != want) {
+			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP|INIT_SHARED");
+			return RES_NA;
+		}
+		r->vm = ioctl(r->kvm, KVM_CREATE_VM, 0);
+		gm.flags = want;
+	} else {
+		types = kvm_cap(r->kvm, KVM_CAP_VM_TYPES);
+		if (kvm_cap(r->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0 ||
+		    !(types & (1 << KVM_X86_SW_PROTECTED_VM))) {
+			snprintf(why, whylen, "no KVM_CAP_GMEM_SHARED_MEM/SW_PROTECTED_VM");
+			return RES_NA;
+		}
+		r->vm = ioctl(r->kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	}
+	if (r->vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
+		return RES_ERR;
+	}
+	r->fd = ioctl(r->vm, KVM_CREATE_GUEST_MEMFD, &gm);
+	if (r->fd < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD: %s", strerror(errno));
+		return RES_ERR;
+	}
+	return RES_OK;
+}
+
+static int region_map(struct region *r, char *why, size_t whylen)
+{
+	if (r->mem == ANON)
+		r->p = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	else
+		r->p = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if (r->p == MAP_FAILED) {
+		r->p = NULL;
+		snprintf(why, whylen, "mmap %s: %s", mem_name[r->mem], strerror(errno));
+		return RES_ERR;
+	}
+	return RES_OK;
+}
+
+static int region_open(struct region *r, enum mem mem, size_t len, char *why, size_t whylen)
+{
+	int ret = region_file(r, mem, len, why, whylen);
+
+	return ret ? ret : region_map(r, why, whylen);
+}
+
+/* ---- host touches ---------------------------------------------------------- */
+
+static void write_pass(char *p, long n)
+{
+	for (long i = 0; i < n; i++)
+		((volatile char *)p)[i * PAGE] = 1;
+}
+
+static unsigned int read_pass(char *p, long n)
+{
+	unsigned int sum = 0;
+
+	for (long i = 0; i < n; i++)
+		sum += ((volatile char *)p)[i * PAGE];
+	return sum;
+}
+
+/* xorshift, so that every run touches in the same random order */
+static uint32_t rnd(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+static uint32_t *permutation(long n, uint32_t seed)
+{
+	uint32_t *idx = malloc(n * sizeof(*idx));
+
+	if (!idx)
+		return NULL;
+	for (long i = 0; i < n; i++)
+		idx[i] = i;
+	for (long i = n - 1; i > 0; i--) {
+		long j = rnd(&seed) % (i + 1);
+		uint32_t t = idx[i];
+
+		idx[i] = idx[j];
+		idx[j] = t;
+	}
+	return idx;
+}
+
+struct toucher {
+	pthread_t thread;
+	pthread_barrier_t *start;
+	char *base;
+	long n;
+	uint32_t *idx;		/* NULL: sequential */
+};
+
+static void *touch_thread(void *arg)
+{
+	struct toucher *t = arg;
+
+	pthread_barrier_wait(t->start);
+	if (t->idx) {
+		for (long i = 0; i < t->n; i++)
+			((volatile char *)t->base)[t->idx[i] * PAGE] = 1;
+	} else {
+		write_pass(t->base, t->n);
+	}
+	return NULL;
+}
+
+/* First touch of a fresh mapping, 1 or 2 threads, each on its own half. */
+static int case_fault(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	struct toucher t[2];
+	pthread_barrier_t start;
+	long n = fault_pages, per = n / c->threads;
+	struct region r;
+	double t0, t1;
+	int ret;
+
+	ret = region_open(&r, c->mem, n * PAGE, why, whylen);
+	if (ret)
+		return ret;
+	pthread_barrier_init(&start, NULL, c->threads + 1);
+	for (int i = 0; i < c->threads; i++) {
+		t[i] = (struct toucher){ .start = &start, .base = r.p + i * per * PAGE, .n = per };
+		if (c->order && !(t[i].idx = permutation(per, 0x9e3779b9u + i))) {
+			snprintf(why, whylen, "out of memory");
+			return RES_ERR;
+		}
+		pthread_create(&t[i].thread, NULL, touch_thread, &t[i]);
+	}
+	pthread_barrier_wait(&start);
+	t0 = now();
+	for (int i = 0; i < c->threads; i++)
+		pthread_join(t[i].thread, NULL);
+	t1 = now();
+	v[0] = per * c->threads / (t1 - t0);
+	return RES_OK;
+}
+
+/*
+ * Switch to another process and back: two CR3 writes, each a full flush of
+ * QEMU's soft TLB, which is where TCG resizes it to what the last 100 ms used.
+ */
+static int context_switches(int rounds)
+{
+	int to[2], from[2];
+	char b = 0;
+	pid_t pid;
+
+	if (pipe(to) || pipe(from))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		while (read(to[0], &b, 1) == 1 && b)
+			if (write(from[1], &b, 1) != 1)
+				break;
+		_exit(0);
+	}
+	for (int i = 0; i < rounds; i++) {
+		b = 1;
+		if (write(to[1], &b, 1) != 1 || read(from[0], &b, 1) != 1)
+			break;
+	}
+	b = 0;
+	if (write(to[1], &b, 1) != 1) {
+		/* the helper then ends at EOF */
+	}
+	close(to[0]);
+	close(to[1]);
+	close(from[0]);
+	close(from[1]);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+
+/*
+ * Write passes over pages that are populated and mapped: no faults, no
+ * kernel. Under TCG this is QEMU's soft TLB: without the warm-up, whether
+ * 8192 pages fit in it depends on what ran before (flushes resize it).
+ */
+static int case_retouch_mapped(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	long n = fault_pages;
+	struct region r;
+	double t0;
+	int ret;
+
+	ret = region_open(&r, c->mem, n * PAGE, why, whylen);
+	if (ret)
+		return ret;
+	for (int i = 0; i < 8; i++) {
+		write_pass(r.p, n);
+		if (context_switches(1)) {
+			snprintf(why, whylen, "pipe/fork: %s", strerror(errno));
+			return RES_ERR;
+		}
+	}
+	write_pass(r.p, n);
+	t0 = now();
+	for (long i = 0; i < retouch_passes; i++)
+		write_pass(r.p, n);
+	v[0] = n * retouch_passes / (now() - t0);
+	return RES_OK;
+}
+
+/* A second mapping of a populated file: minor faults only. */
+static int case_retouch_remap(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	long n = fault_pages;
+	struct region r;
+	double t0;
+	int ret;
+
+	ret = region_open(&r, c->mem, n * PAGE, why, whylen);
+	if (ret)
+		return ret;
+	write_pass(r.p, n);
+	munmap(r.p, r.len);
+	ret = region_map(&r, why, whylen);
+	if (ret)
+		return ret;
+	t0 = now();
+	if (c->order == 2)
+		write_pass(r.p, n);
+	else if (read_pass(r.p, n) != (unsigned int)n) {
+		snprintf(why, whylen, "populated pages lost their data");
+		return RES_ERR;
+	}
+	v[0] = n / (now() - t0);
+	return RES_OK;
+}
+
+/* Punch the whole file out and fault every page back in, per page. */
+static int case_punch(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	long n = punch_pages;
+	struct region r;
+	double t0;
+	int ret;
+
+	ret = region_open(&r, c->mem, n * PAGE, why, whylen);
+	if (ret)
+		return ret;
+	write_pass(r.p, n);
+	t0 = now();
+	for (long i = 0; i < punch_cycles; i++) {
+		if (fallocate(r.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, r.len)) {
+			snprintf(why, whylen, "punch hole: %s", strerror(errno));
+			return RES_ERR;
+		}
+		write_pass(r.p, n);
+	}
+	v[0] = n * punch_cycles / (now() - t0);
+	if (read_pass(r.p, n) != (unsigned int)n) {
+		snprintf(why, whylen, "re-faulted pages do not hold the new data");
+		return RES_ERR;
+	}
+	return RES_OK;
+}
+
+/* ---- a vCPU touching pages ------------------------------------------------- */
+
+#define CODE_GPA	0x1000
+#define TOUCH_PAGE0	16		/* first touched page (GPA 64 KiB) */
+#define IO_PORT		0x10
+
+/*
+ * 32-bit flat protected mode, no paging (as --32, objdump -d):
+ *   0: out %al,$0x10      warm-up exit: the first entry's cost is not timed
+ *   2: mov %al,(%esi)     loop: one byte per page
+ *   4: add %edx,%esi
+ *   6: dec %ecx
+ *   7: jne 2
+ *   9: out %al,$0x10      done
+ *   b: jmp 0
+ */
+static const uint8_t guest_code[] = {
+	0xe6, 0x10, 0x88, 0x06, 0x01, 0xd6, 0x49, 0x75, 0xf9, 0xe6, 0x10, 0xeb, 0xf3,
+};
+
+struct vcpu_vm {
+	struct region r;
+	int vcpu;
+	struct kvm_run *run;
+};
+
+static int vm_setup(struct vcpu_vm *vm, enum mem mem, long npages, char *why, size_t whylen)
+{
+	struct kvm_userspace_memory_region2 slot = { .memory_size = npages * PAGE };
+	struct kvm_segment seg = {
+		.base = 0, .limit = 0xffffffff, .present = 1, .dpl = 0, .db = 1,
+		.s = 1, .l = 0, .g = 1, .avl = 0,
+	};
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+	int ret, run_size;
+
+	ret = region_open(&vm->r, mem, npages * PAGE, why, whylen);
+	if (ret)
+		return ret;
+	if (vm->r.kvm < 0) {
+		vm->r.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+		if (vm->r.kvm < 0) {
+			snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
+			return RES_NA;
+		}
+		vm->r.vm = ioctl(vm->r.kvm, KVM_CREATE_VM, 0);
+		if (vm->r.vm < 0) {
+			snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
+			return RES_ERR;
+		}
+	}
+	slot.userspace_addr = (uintptr_t)vm->r.p;
+	if (mem == GMEM || mem == GMEM_SWP) {
+		slot.flags = KVM_MEM_GUEST_MEMFD;
+		slot.guest_memfd = vm->r.fd;
+	}
+	if (ioctl(vm->r.vm, KVM_SET_USER_MEMORY_REGION2, &slot)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+		return RES_ERR;
+	}
+	memcpy(vm->r.p + CODE_GPA, guest_code, sizeof(guest_code));
+
+	vm->vcpu = ioctl(vm->r.vm, KVM_CREATE_VCPU, 0);
+	run_size = ioctl(vm->r.kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (vm->vcpu < 0 || run_size <= 0) {
+		snprintf(why, whylen, "KVM_CREATE_VCPU: %s", strerror(errno));
+		return RES_ERR;
+	}
+	vm->run = mmap(NULL, run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpu, 0);
+	if (vm->run == MAP_FAILED || ioctl(vm->vcpu, KVM_GET_SREGS, &sregs)) {
+		snprintf(why, whylen, "kvm_run/KVM_GET_SREGS: %s", strerror(errno));
+		return RES_ERR;
+	}
+	seg.type = 11;			/* code: execute/read, accessed */
+	seg.selector = 8;
+	sregs.cs = seg;
+	seg.type = 3;			/* data: read/write, accessed */
+	seg.selector = 16;
+	sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = seg;
+	sregs.cr0 |= 1;			/* PE, no paging */
+	if (ioctl(vm->vcpu, KVM_SET_SREGS, &sregs)) {
+		snprintf(why, whylen, "KVM_SET_SREGS: %s", strerror(errno));
+		return RES_ERR;
+	}
+	memset(&regs, 0, sizeof(regs));
+	regs.rip = CODE_GPA;
+	regs.rflags = 2;
+	if (ioctl(vm->vcpu, KVM_SET_REGS, &regs)) {
+		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
+		return RES_ERR;
+	}
+	return RES_OK;
+}
+
+/* Run to the guest's next OUT. */
+static int vm_run(struct vcpu_vm *vm, char *why, size_t whylen)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (ioctl(vm->vcpu, KVM_RUN, 0)) {
+			if (errno == EINTR)
+				continue;
+			snprintf(why, whylen, "KVM_RUN: %s", strerror(errno));
+			return RES_ERR;
+		}
+		if (vm->run->exit_reason == KVM_EXIT_INTR)
+			continue;
+		if (vm->run->exit_reason == KVM_EXIT_IO && vm->run->io.port == IO_PORT)
+			return RES_OK;
+		snprintf(why, whylen, "unexpected exit %u", vm->run->exit_reason);
+		return RES_ERR;
+	}
+	snprintf(why, whylen, "no OUT after 1000 exits");
+	return RES_ERR;
+}
+
+/* The loop over @n pages from the first touched one; returns seconds or < 0. */
+static double vm_touch(struct vcpu_vm *vm, long n, char *why, size_t whylen)
+{
+	struct kvm_regs regs;
+	double t0;
+
+	memset(&regs, 0, sizeof(regs));
+	regs.rip = CODE_GPA + 2;
+	regs.rflags = 2;
+	regs.rax = 1;
+	regs.rsi = TOUCH_PAGE0 * PAGE;
+	regs.rcx = n;
+	regs.rdx = PAGE;
+	if (ioctl(vm->vcpu, KVM_SET_REGS, &regs)) {
+		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
+		return -1;
+	}
+	t0 = now();
+	if (vm_run(vm, why, whylen))
+		return -1;
+	return now() - t0;
+}
+
+static int case_vcpu(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	long n = vcpu_pages;
+	struct vcpu_vm vm;
+	double t;
+	int ret;
+
+	ret = vm_setup(&vm, c->mem, TOUCH_PAGE0 + n, why, whylen);
+	if (ret)
+		return ret;
+	ret = vm_run(&vm, why, whylen);		/* warm-up: to the first OUT */
+	if (ret)
+		return ret;
+	t = vm_touch(&vm, n, why, whylen);
+	if (t < 0)
+		return RES_ERR;
+	v[0] = n / t;
+	t = 0;
+	for (long i = 0; i < vcpu_passes; i++) {
+		double ti = vm_touch(&vm, n, why, whylen);
+
+		if (ti < 0)
+			return RES_ERR;
+		t += ti;
+	}
+	v[1] = n * vcpu_passes / t;
+	/* The guest's writes are what the host sees. */
+	if (read_pass(vm.r.p + TOUCH_PAGE0 * PAGE, n) != (unsigned int)n) {
+		snprintf(why, whylen, "host does not see the guest's writes");
+		return RES_ERR;
+	}
+	return RES_OK;
+}
+
+/* ---- footprint --------------------------------------------------------------- */
+
+/* kB values of /proc/meminfo; fields we want in order. */
+static const char *const mi_field[] = { "MemAvailable:", "Shmem:", "Unevictable:" };
+#define MI_N 3
+
+static void sysctl_write(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+
+	if (fd < 0)
+		return;
+	if (write(fd, val, strlen(val)) < 0) {
+		/* best effort: the numbers are only a little noisier */
+	}
+	close(fd);
+}
+
+/* kB on the per-CPU free lists (/proc/zoneinfo "count:" of each pageset). */
+static long pcp_kb(void)
+{
+	char line[256];
+	long pages = 0;
+	FILE *f = fopen("/proc/zoneinfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "count:");
+
+		if (p && strspn(line, " ") == strlen(line) - strlen(p))
+			pages += atol(p + 6);
+	}
+	fclose(f);
+	return pages * (PAGE / 1024);
+}
+
+static int meminfo(long *kb)
+{
+	char line[256];
+	FILE *f;
+
+	/*
+	 * Freed pages parked on the per-CPU lists are not "free": fold the
+	 * per-CPU counters and let the lists decay (stat_refresh), then
+	 * count what is left on them (below).
+	 */
+	for (int i = 0; i < 8; i++)
+		sysctl_write("/proc/sys/vm/stat_refresh", "1");
+	f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return -1;
+	for (int i = 0; i < MI_N; i++)
+		kb[i] = -1;
+	while (fgets(line, sizeof(line), f))
+		for (int i = 0; i < MI_N; i++)
+			if (!strncmp(line, mi_field[i], strlen(mi_field[i])))
+				kb[i] = atol(line + strlen(mi_field[i]));
+	fclose(f);
+	for (int i = 0; i < MI_N; i++)
+		if (kb[i] < 0)
+			return -1;
+	/* Free pages on the per-CPU lists are available too. */
+	kb[0] += pcp_kb();
+	return 0;
+}
+
+/*
+ * A VM of G bytes (memslot on its memory), the VMM writes all of it through
+ * its mapping, the vCPU writes some of it too; (before - after) / G.
+ */
+static int case_footprint(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	long n = foot_pages, before[MI_N], after[MI_N];
+	double g = n * PAGE / 1024.0;	/* kB */
+	struct vcpu_vm vm;
+	int ret;
+
+	ret = vm_setup(&vm, c->mem, n, why, whylen);
+	if (ret)
+		return ret;
+	ret = vm_run(&vm, why, whylen);	/* the code page is already in */
+	if (ret)
+		return ret;
+	if (meminfo(before)) {
+		snprintf(why, whylen, "/proc/meminfo unreadable");
+		return RES_ERR;
+	}
+	write_pass(vm.r.p, n);
+	if (vm_touch(&vm, foot_vcpu_pages, why, whylen) < 0)
+		return RES_ERR;
+	if (meminfo(after)) {
+		snprintf(why, whylen, "/proc/meminfo unreadable");
+		return RES_ERR;
+	}
+	v[0] = (before[0] - after[0]) / g;
+	v[1] = (after[1] - before[1]) / g;
+	v[2] = (after[2] - before[2]) / g;
+	return RES_OK;
+}
+
+/* ---- the cases ------------------------------------------------------------------ */
+
+#define PPS "pages/s"
+#define FAULT(name, ord, thr) \
+	{ name, GMEM, "memfd", PPS, case_fault, ord, thr, 1, { "" } }, \
+	{ name, MEMFD, "memfd", PPS, case_fault, ord, thr, 1, { "" } }, \
+	{ name, ANON, "memfd", PPS, case_fault, ord, thr, 1, { "" } }
+#define VCPU(m) { "vcpu", m, "anon", PPS, case_vcpu, 0, 1, 2, { "_first", "_retouch" } }
+#define FOOT(m) { "footprint", m, "guest", "x guest", case_footprint, 0, 1, 3, \
+		  { "_memavail", "_shmem", "_unevictable" } }
+
+static const struct bench_case cases[] = {
+	FAULT("fault_seq_1t", 0, 1),
+	FAULT("fault_rand_1t", 1, 1),
+	FAULT("fault_seq_2t", 0, 2),
+	FAULT("fault_rand_2t", 1, 2),
+	{ "retouch_mapped", GMEM, "memfd", PPS, case_retouch_mapped, 0, 1, 1, { "" } },
+	{ "retouch_mapped", MEMFD, "memfd", PPS, case_retouch_mapped, 0, 1, 1, { "" } },
+	{ "retouch_mapped", ANON, "memfd", PPS, case_retouch_mapped, 0, 1, 1, { "" } },
+	{ "retouch_remap_read", GMEM, "memfd", PPS, case_retouch_remap, 1, 1, 1, { "" } },
+	{ "retouch_remap_read", MEMFD, "memfd", PPS, case_retouch_remap, 1, 1, 1, { "" } },
+	{ "retouch_remap_write", GMEM, "memfd", PPS, case_retouch_remap, 2, 1, 1, { "" } },
+	{ "retouch_remap_write", MEMFD, "memfd", PPS, case_retouch_remap, 2, 1, 1, { "" } },
+	{ "punch_cycle", GMEM, "memfd", PPS, case_punch, 0, 1, 1, { "" } },
+	{ "punch_cycle", MEMFD, "memfd", PPS, case_punch, 0, 1, 1, { "" } },
+	VCPU(ANON), VCPU(MEMFD), VCPU(GMEM), VCPU(GMEM_SWP),
+	FOOT(GMEM), FOOT(MEMFD), FOOT(ANON),
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+/* ---- driver ------------------------------------------------------------------------ */
+
+struct result {
+	int status;		/* RES_* of the first failing rep, else RES_OK */
+	int n;
+	double v[MAX_METRICS][MAX_REPS];
+	char why[160];
+};
+
+static FILE *csv;
+
+static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void out(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	if (csv) {
+		va_start(ap, fmt);
+		vfprintf(csv, fmt, ap);
+		va_end(ap);
+		fflush(csv);
+	}
+}
+
+/* Run one case in a child; the values come back through a pipe. */
+static int run_child(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	char buf[256] = "";
+	int pfd[2], st, len = 0, r;
+	pid_t pid;
+
+	if (pipe(pfd))
+		return snprintf(why, whylen, "pipe: %s", strerror(errno)), RES_ERR;
+	fflush(stdout);
+	if (csv)
+		fflush(csv);
+	pid = fork();
+	if (pid < 0)
+		return snprintf(why, whylen, "fork: %s", strerror(errno)), RES_ERR;
+	if (pid == 0) {
+		double cv[MAX_METRICS] = { 0 };
+		char cwhy[160] = "";
+		int ret;
+
+		close(pfd[0]);
+		alarm(CASE_TIMEOUT);
+		ret = c->fn(c, cv, cwhy, sizeof(cwhy));
+		if (ret == RES_OK)
+			len = snprintf(buf, sizeof(buf), "0 %.6g %.6g %.6g", cv[0], cv[1], cv[2]);
+		else
+			len = snprintf(buf, sizeof(buf), "%d %s", ret, cwhy);
+		if (write(pfd[1], buf, len) != len)
+			_exit(3);
+		_exit(0);
+	}
+	close(pfd[1]);
+	while (len < (int)sizeof(buf) - 1 && (r = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += r;
+	buf[len] = 0;
+	close(pfd[0]);
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !len) {
+		snprintf(why, whylen, "child %s %d", WIFSIGNALED(st) ? "killed by signal" : "exited",
+			 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		return RES_ERR;
+	}
+	if (buf[0] != '0' || buf[1] != ' ') {
+		r = atoi(buf);
+		snprintf(why, whylen, "%s", strchr(buf, ' ') ? strchr(buf, ' ') + 1 : buf);
+		return r ? r : RES_ERR;
+	}
+	if (sscanf(buf + 2, "%lf %lf %lf", &v[0], &v[1], &v[2]) != 3)
+		return snprintf(why, whylen, "garbled child answer"), RES_ERR;
+	return RES_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static long scaled(long v, double s, long min)
+{
+	long r = v * s;
+
+	return r < min ? min : r;
+}
+
+int main(int argc, char **argv)
+{
+	static struct result res[NCASES];
+	const char *filter = NULL, *csv_path = NULL;
+	int reps = 5, opt, failed = 0;
+	double scale = 1.0, t_start = now();
+	char line[64] = "none", pcp_saved[32] = "0";
+	FILE *f;
+
+	while ((opt = getopt(argc, argv, "r:s:c:o:")) != -1) {
+		switch (opt) {
+		case 'r': reps = atoi(optarg); break;
+		case 's': scale = atof(optarg); break;
+		case 'c': filter = optarg; break;
+		case 'o': csv_path = optarg; break;
+		default:
+			fprintf(stderr, "usage: %s [-r REPS] [-s SCALE] [-c CASE-SUBSTRING] [-o CSV]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (reps < 1 || reps > MAX_REPS || scale <= 0) {
+		fprintf(stderr, "reps must be 1..%d, scale > 0\n", MAX_REPS);
+		return 2;
+	}
+	fault_pages = scaled(fault_pages, scale, 16) & ~1L;
+	punch_pages = scaled(punch_pages, scale, 16);
+	vcpu_pages = scaled(vcpu_pages, scale, 4);
+	foot_pages = scaled(foot_pages, scale, 1024);
+	foot_vcpu_pages = scaled(foot_vcpu_pages, scale, 4);
+	if (foot_vcpu_pages > foot_pages - TOUCH_PAGE0)
+		foot_vcpu_pages = foot_pages - TOUCH_PAGE0;
+	if (!csv_path && !access("/share/results", W_OK))
+		csv_path = "/share/results/bench.csv";
+	if (csv_path && !(csv = fopen(csv_path, "w")))
+		fprintf(stderr, "cannot write %s: %s\n", csv_path, strerror(errno));
+
+	/* Our modules carry a MODULE_VERSION, Debian's never do. */
+	f = fopen("/sys/module/kvm/version", "r");
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			line[strcspn(line, "\n")] = 0;
+		fclose(f);
+	}
+	out("meta,modules,%s\n", f ? "ours" : "stock");
+	out("meta,kvm_version,%s\n", line);
+	out("meta,reps,%d\n", reps);
+	out("meta,fault_pages,%ld\n", fault_pages);
+	out("meta,punch_pages,%ld\nmeta,punch_cycles,%ld\n", punch_pages, punch_cycles);
+	out("meta,vcpu_pages,%ld\nmeta,vcpu_retouch_passes,%ld\n", vcpu_pages, vcpu_passes);
+	out("meta,retouch_passes,%ld\n", retouch_passes);
+	out("meta,footprint_pages,%ld\nmeta,footprint_vcpu_pages,%ld\n", foot_pages, foot_vcpu_pages);
+	out("meta,ncpus,%ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+
+	/* Small per-CPU free lists: less to correct MemAvailable for. */
+	f = fopen(PCP_SYSCTL, "r");
+	if (f) {
+		if (!fgets(pcp_saved, sizeof(pcp_saved), f))
+			strcpy(pcp_saved, "0");
+		fclose(f);
+	}
+	sysctl_write(PCP_SYSCTL, "100000");
+
+	for (int rep = 0; rep < reps; rep++) {
+		for (size_t k = 0; k < NCASES; k++) {
+			size_t i = (k + rep * 5) % NCASES;	/* rotate the start */
+			const struct bench_case *c = &cases[i];
+			struct result *r = &res[i];
+			double v[MAX_METRICS];
+			int ret;
+
+			if (filter && !strstr(c->name, filter))
+				continue;
+			if (r->status)		/* n/a or failed once: not again */
+				continue;
+			ret = run_child(c, v, r->why, sizeof(r->why));
+			if (ret) {
+				r->status = ret;
+				out("raw,%s,%s,%d,%s\n", c->name, mem_name[c->mem], rep + 1,
+				    ret == RES_NA ? "n/a" : "error");
+				if (ret != RES_NA)
+					fprintf(stdout, "# %s/%s: %s\n", c->name, mem_name[c->mem], r->why);
+				continue;
+			}
+			for (int m = 0; m < c->nmetrics; m++) {
+				r->v[m][r->n] = v[m];
+				out("raw,%s%s,%s,%d,%.6g\n", c->name, c->metric[m], mem_name[c->mem],
+				    rep + 1, v[m]);
+			}
+			r->n++;
+		}
+	}
+	sysctl_write(PCP_SYSCTL, pcp_saved);
+
+	for (size_t i = 0; i < NCASES; i++) {
+		const struct bench_case *c = &cases[i];
+		struct result *r = &res[i];
+
+		if (filter && !strstr(c->name, filter))
+			continue;
+		for (int m = 0; m < c->nmetrics; m++) {
+			if (r->status) {
+				out("summary,%s%s,%s,%s,%s,%s,,,0,%s\n", c->name, c->metric[m],
+				    mem_name[c->mem], c->unit, c->ref,
+				    r->status == RES_NA ? "n/a" : "error", r->why);
+				continue;
+			}
+			qsort(r->v[m], r->n, sizeof(double), cmp_double);
+			out("summary,%s%s,%s,%s,%s,%.6g,%.6g,%.6g,%d,\n", c->name, c->metric[m],
+			    mem_name[c->mem], c->unit, c->ref,
+			    r->n % 2 ? r->v[m][r->n / 2] : (r->v[m][r->n / 2 - 1] + r->v[m][r->n / 2]) / 2,
+			    r->v[m][0], r->v[m][r->n - 1], r->n);
+		}
+		failed |= r->status == RES_ERR;
+	}
+	out("meta,seconds,%.1f\n", now() - t_start);
+	if (csv)
+		fclose(csv);
+	return failed;
+}
