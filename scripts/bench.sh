@@ -12,7 +12,7 @@
 #   bench.png   gnuplot bar chart of the ratios with their min-max
 #   ours.csv, stock.csv, ours.log, stock.log   what each guest run produced
 #   bench.prev.csv   the previous run's bench.csv, if there was one
-# Environment: BENCH_REPS (default 5), BENCH_SCALE (sizes, default 1),
+# Environment: BENCH_REPS (default 7), BENCH_SCALE (sizes, default 1),
 # BENCH_STOCK=0 to skip the stock run, TIER=stock|shim (guest kernel),
 # BENCH_REPORT_ONLY=1 to only redo the table and chart from ours.csv and
 # stock.csv.
@@ -21,7 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
-reps=${BENCH_REPS:-5}
+reps=${BENCH_REPS:-7}
 scale=${BENCH_SCALE:-1}
 out="$top/build/results/bench"
 bin="$top/build/bench/gmem_bench"
@@ -64,11 +64,14 @@ fi
 
 # --- bench.csv: ours and stock side by side, with the ratios --------------
 # ratio: for pages/s the cost per page against the reference variant of the
-# same case and run (ref median / median; > 1 is slower), its range from the
-# variant's min-max; for footprint the value itself (guest size = 1).
+# same case: gmem_bench's paired ratios (per rep, ref pages/s / pages/s of two
+# runs back to back; median and min-max over the reps); for the reference
+# row itself ref median / its own median, min, max; for footprint the value
+# itself (guest size = 1).
 awk -F, -v OFS=, '
 function ratio(med, ref) { return ref == "" || med == "" || med == 0 ? "" : ref / med }
 FNR == 1 { side = FILENAME ~ /stock\.csv$/ ? "stock" : "ours" }
+$1 == "ratio" { k = $2 SUBSEP $3; pq[side, k] = $5; pqlo[side, k] = $6; pqhi[side, k] = $7 }
 $1 == "summary" {
 	k = $2 SUBSEP $3
 	if (!(k in seen)) {
@@ -91,7 +94,9 @@ END {
 				line = line OFS v OFS OFS OFS 0 OFS OFS OFS
 				continue
 			}
-			if (unit[k] == "pages/s") {
+			if ((side, k) in pq) {
+				q = pq[side, k]; qlo = pqlo[side, k]; qhi = pqhi[side, k]
+			} else if (unit[k] == "pages/s") {
 				r = med[side, cas[k] SUBSEP ref[k]]
 				q = ratio(med[side, k], r); qlo = ratio(hi[side, k], r); qhi = ratio(lo[side, k], r)
 			} else {
@@ -115,9 +120,10 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 	     "vCPU $(meta ours vcpu_pages) pages; footprint guest $(($(meta ours footprint_pages) * 4 / 1024)) MiB," \
 	     "vCPU writes $(meta ours footprint_vcpu_pages) pages of it"
 	echo
-	echo "median [min-max] of the reps. ratio: for pages/s, time per page against the ref variant of"
-	echo "the same case and run (ref pages/s / pages/s; > 1 = slower), [range from this variant's min-max];"
-	echo "footprint: MemAvailable drop, Shmem and Unevictable growth, each / guest size (ref = guest size)."
+	echo "median [min-max] of the reps. ratio (pages/s): time per page against the ref variant, per rep"
+	echo "(ref pages/s / pages/s, the two run back to back; > 1 = slower), median [min-max] over the reps;"
+	echo "on the ref row its own spread. footprint: MemAvailable drop, Shmem and Unevictable growth, each"
+	echo "/ guest size (ref = guest size). The anon variant uses 4 KiB pages (MADV_NOHUGEPAGE)."
 	echo
 	awk -F, '
 	function f(v, u) {

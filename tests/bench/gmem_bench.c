@@ -5,8 +5,12 @@
  * (issue 9). Runs in the test guest as root (make bench, scripts/bench.sh).
  *
  * Every case runs in a fresh child process (fork per case); the cases are
- * interleaved (rep 1 of every case, then rep 2, ... with the start rotated)
- * and each reports one or more values per rep. Cases:
+ * interleaved: rep 1 of every case, then rep 2, ..., the variants of a case
+ * back to back (their ratio is taken per rep, under the same host load), the
+ * order of cases and of variants rotated from rep to rep. Absolute numbers
+ * under TCG mean little; ratios within a run do. Anonymous memory is mapped
+ * MADV_NOHUGEPAGE: 4 KiB pages like guest_memfd (the guest's THP is
+ * "always"). Cases:
  *
  *   fault_{seq,rand}_{1t,2t}  first touch (one write per 4 KiB page) of a
  *                             fresh mapping: pages/s, guest_memfd (default VM,
@@ -24,23 +28,29 @@
  *                             (v7, in place)
  *   footprint_{memavail,shmem,unevictable}  a VM of G bytes whose memory is
  *                             written by the VMM through its mapping and
- *                             partly by the vCPU: the drop of MemAvailable and
- *                             the growth of Shmem and Unevictable, / G
+ *                             partly by the vCPU: the drop of MemAvailable
+ *                             (plus the per-CPU free lists, which it misses)
+ *                             and the growth of Shmem and Unevictable, / G
  *
  * Output (stdout, and /share/results/bench.csv when that directory exists):
  *   meta,KEY,VALUE
  *   raw,CASE,VARIANT,REP,VALUE          VALUE "n/a" when unsupported
  *   summary,CASE,VARIANT,UNIT,REF,MEDIAN,MIN,MAX,N,NOTE
+ *   ratio,CASE,VARIANT,REF,MEDIAN,MIN,MAX,N   per rep: REF's pages/s over
+ *                                       VARIANT's, the two run back to back
  * REF is the reference variant of the case ("guest" for footprint: the guest
  * size, i.e. 1.0). Cases that need guest_memfd mmap() are n/a on Debian's
  * stock modules; everything else runs there too.
  *
- *   gmem_bench [-r REPS] [-s SCALE] [-c CASE-SUBSTRING] [-o CSV]
+ *   gmem_bench [-r REPS] [-s SCALE] [-c CASE-SUBSTRING[,...]] [-o CSV] [-v] [-T FUNCS[:DEPTH]]
+ * -v prints every /proc/meminfo field a footprint case moved; -T traces
+ * (see trace_setup()).
  * Exit status: 0, or 1 if some case failed (not merely n/a).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -184,10 +194,20 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 
 static int region_map(struct region *r, char *why, size_t whylen)
 {
-	if (r->mem == ANON)
+	if (r->mem == ANON) {
 		r->p = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	else
+		/*
+		 * 4 KiB pages, as guest_memfd and memfd here: the guest's THP
+		 * is "always", and a PMD-sized anonymous mapping would get
+		 * 2 MiB pages (one fault, one clear of 512 pages).
+		 */
+		if (r->p != MAP_FAILED && madvise(r->p, r->len, MADV_NOHUGEPAGE)) {
+			snprintf(why, whylen, "MADV_NOHUGEPAGE: %s", strerror(errno));
+			return RES_ERR;
+		}
+	} else {
 		r->p = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	}
 	if (r->p == MAP_FAILED) {
 		r->p = NULL;
 		snprintf(why, whylen, "mmap %s: %s", mem_name[r->mem], strerror(errno));
@@ -345,6 +365,7 @@ static int context_switches(int rounds)
  */
 static int case_retouch_mapped(const struct bench_case *c, double *v, char *why, size_t whylen)
 {
+	cpu_set_t cpus;
 	long n = fault_pages;
 	struct region r;
 	double t0;
@@ -353,6 +374,10 @@ static int case_retouch_mapped(const struct bench_case *c, double *v, char *why,
 	ret = region_open(&r, c->mem, n * PAGE, why, whylen);
 	if (ret)
 		return ret;
+	/* One vCPU's TLB, the helper on the same one. */
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	sched_setaffinity(0, sizeof(cpus), &cpus);
 	for (int i = 0; i < 8; i++) {
 		write_pass(r.p, n);
 		if (context_switches(1)) {
@@ -633,6 +658,42 @@ static long pcp_kb(void)
 	return pages * (PAGE / 1024);
 }
 
+static bool verbose;
+
+/* -v: every /proc/meminfo field that moved, in kB. */
+#define MI_MAX 80
+struct mi_all {
+	int n;
+	char name[MI_MAX][32];
+	long kb[MI_MAX];
+};
+
+static void meminfo_all(struct mi_all *m)
+{
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	m->n = 0;
+	while (f && m->n < MI_MAX && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%31s %ld", m->name[m->n], &m->kb[m->n]) == 2)
+			m->n++;
+	if (f)
+		fclose(f);
+}
+
+static void meminfo_delta(const char *what, const struct mi_all *a, const struct mi_all *b)
+{
+	char buf[2048];
+	int len = 0;
+
+	for (int i = 0; i < a->n && i < b->n; i++)
+		if (b->kb[i] != a->kb[i] && len < (int)sizeof(buf) - 64)
+			len += snprintf(buf + len, sizeof(buf) - len, " %s%+ld", a->name[i],
+					b->kb[i] - a->kb[i]);
+	printf("# %s meminfo delta kB:%s\n", what, buf);
+	fflush(stdout);
+}
+
 static int meminfo(long *kb)
 {
 	char line[256];
@@ -669,8 +730,9 @@ static int meminfo(long *kb)
  */
 static int case_footprint(const struct bench_case *c, double *v, char *why, size_t whylen)
 {
-	long n = foot_pages, before[MI_N], after[MI_N];
+	long n = foot_pages, before[MI_N], after[MI_N], pcp_before;
 	double g = n * PAGE / 1024.0;	/* kB */
+	static struct mi_all mi_before, mi_after;
 	struct vcpu_vm vm;
 	int ret;
 
@@ -684,12 +746,23 @@ static int case_footprint(const struct bench_case *c, double *v, char *why, size
 		snprintf(why, whylen, "/proc/meminfo unreadable");
 		return RES_ERR;
 	}
+	if (verbose)
+		meminfo_all(&mi_before);
+	pcp_before = pcp_kb();
 	write_pass(vm.r.p, n);
 	if (vm_touch(&vm, foot_vcpu_pages, why, whylen) < 0)
 		return RES_ERR;
 	if (meminfo(after)) {
 		snprintf(why, whylen, "/proc/meminfo unreadable");
 		return RES_ERR;
+	}
+	if (verbose) {
+		char what[64];
+
+		meminfo_all(&mi_after);
+		snprintf(what, sizeof(what), "footprint %s, pcp %+ld kB,", mem_name[c->mem],
+			 pcp_kb() - pcp_before);
+		meminfo_delta(what, &mi_before, &mi_after);
 	}
 	v[0] = (before[0] - after[0]) / g;
 	v[1] = (after[1] - before[1]) / g;
@@ -807,12 +880,149 @@ static int run_child(const struct bench_case *c, double *v, char *why, size_t wh
 	return RES_OK;
 }
 
+/*
+ * -T FUNCS[:DEPTH]: where the time goes, with ftrace in the guest. Each case
+ * runs under the function_graph tracer restricted to FUNCS (space or comma
+ * separated, to DEPTH, default 3) with the kvm_exit event on; afterwards the
+ * trace is summed per function (inclusive time, calls) and printed as "#"
+ * lines. The timing of a traced run is of course not the benchmark's.
+ */
+#define TRACING "/sys/kernel/debug/tracing/"
+static char *trace_funcs;
+
+static void trace_write(const char *file, const char *val, int flags)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), TRACING "%s", file);
+	fd = open(path, O_WRONLY | flags);
+	if (fd < 0 || write(fd, val, strlen(val)) < 0)
+		fprintf(stdout, "# trace: cannot write %s: %s\n", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+static void trace_setup(void)
+{
+	char *depth = strchr(trace_funcs, ':');
+
+	if (depth)
+		*depth++ = 0;
+	for (char *p = trace_funcs; *p; p++)
+		if (*p == ',')
+			*p = ' ';
+	trace_write("tracing_on", "0", 0);
+	trace_write("current_tracer", "nop", 0);
+	trace_write("buffer_size_kb", "32768", 0);
+	trace_write("set_graph_function", trace_funcs, O_TRUNC);
+	trace_write("max_graph_depth", depth ? depth : "3", 0);
+	trace_write("current_tracer", "function_graph", 0);
+	trace_write("trace_options", "funcgraph-tail", 0);
+	trace_write("events/kvm/kvm_exit/enable", "1", 0);
+}
+
+struct fn_time {
+	char name[64];
+	double us;
+	long calls;
+};
+
+static int cmp_fn_time(const void *a, const void *b)
+{
+	double x = ((const struct fn_time *)a)->us, y = ((const struct fn_time *)b)->us;
+
+	return (x < y) - (x > y);
+}
+
+static void trace_report(const struct bench_case *c)
+{
+	static struct fn_time fn[512];
+	char line[512];
+	long exits = 0, lost = 0;
+	int nfn = 0;
+	FILE *f;
+
+	trace_write("tracing_on", "0", 0);
+	f = fopen(TRACING "trace", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *bar = strchr(line, '|'), *us, *name, *end;
+		double d;
+		int i;
+
+		if (strstr(line, "kvm_exit:"))
+			exits++;
+		if (strstr(line, "LOST"))
+			lost++;
+		if (!bar || !(us = strstr(line, " us ")) || us > bar)
+			continue;
+		while (us > line && us[-1] != ' ')
+			us--;
+		d = atof(us);
+		name = bar + 1;
+		while (*name == ' ')
+			name++;
+		if (*name == '}') {
+			if (!(name = strstr(name, "/* ")))
+				continue;
+			name += 3;
+			end = strstr(name, " */");
+		} else {
+			end = strstr(name, "();");
+		}
+		if (!end || end - name >= (int)sizeof(fn[0].name))
+			continue;
+		*end = 0;
+		for (i = 0; i < nfn && strcmp(fn[i].name, name); i++)
+			;
+		if (i == nfn) {
+			if (nfn == (int)(sizeof(fn) / sizeof(fn[0])))
+				continue;
+			fn[nfn] = (struct fn_time){ .us = 0 };
+			snprintf(fn[nfn++].name, sizeof(fn[0].name), "%s", name);
+		}
+		fn[i].us += d;
+		fn[i].calls++;
+	}
+	if (f)
+		fclose(f);
+	qsort(fn, nfn, sizeof(fn[0]), cmp_fn_time);
+	printf("# trace %s/%s: %ld kvm_exit events%s\n", c->name, mem_name[c->mem], exits,
+	       lost ? " (events LOST: enlarge the buffer)" : "");
+	for (int i = 0; i < nfn && i < 25; i++)
+		printf("# trace %s/%s: %-40s %10.0f us %7ld calls %8.2f us/call\n", c->name,
+		       mem_name[c->mem], fn[i].name, fn[i].us, fn[i].calls, fn[i].us / fn[i].calls);
+	fflush(stdout);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return (x > y) - (x < y);
 }
+
+/* -c A,B: cases whose name contains A or B */
+static bool selected(const char *filter, const char *name)
+{
+	char buf[256], *tok, *save;
+
+	if (!filter)
+		return true;
+	snprintf(buf, sizeof(buf), "%s", filter);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (strstr(name, tok))
+			return true;
+	return false;
+}
+
+/* of sorted values */
+static double median(const double *v, int n)
+{
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static size_t group[NCASES + 1], ngroups;
 
 static long scaled(long v, double s, long min)
 {
@@ -830,14 +1040,17 @@ int main(int argc, char **argv)
 	char line[64] = "none", pcp_saved[32] = "0";
 	FILE *f;
 
-	while ((opt = getopt(argc, argv, "r:s:c:o:")) != -1) {
+	while ((opt = getopt(argc, argv, "r:s:c:o:vT:")) != -1) {
 		switch (opt) {
 		case 'r': reps = atoi(optarg); break;
 		case 's': scale = atof(optarg); break;
 		case 'c': filter = optarg; break;
 		case 'o': csv_path = optarg; break;
+		case 'v': verbose = true; break;
+		case 'T': trace_funcs = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-r REPS] [-s SCALE] [-c CASE-SUBSTRING] [-o CSV]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-r REPS] [-s SCALE] [-c CASE-SUBSTRING[,...]] [-o CSV] [-v] [-T FUNCS[:DEPTH]]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -873,6 +1086,15 @@ int main(int argc, char **argv)
 	out("meta,retouch_passes,%ld\n", retouch_passes);
 	out("meta,footprint_pages,%ld\nmeta,footprint_vcpu_pages,%ld\n", foot_pages, foot_vcpu_pages);
 	out("meta,ncpus,%ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+	f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			line[strcspn(line, "\n")] = 0;
+		fclose(f);
+		out("meta,thp,%s\n", line);
+	}
+	if (trace_funcs)
+		trace_setup();
 
 	/* Small per-CPU free lists: less to correct MemAvailable for. */
 	f = fopen(PCP_SYSCTL, "r");
@@ -883,19 +1105,44 @@ int main(int argc, char **argv)
 	}
 	sysctl_write(PCP_SYSCTL, "100000");
 
+	/*
+	 * A group is the variants of one case, next to each other in cases[].
+	 * Each rep runs every group, its variants back to back (so that their
+	 * ratio is taken under the same host load), with the group order and
+	 * the order inside each group rotated from rep to rep.
+	 */
+	for (size_t i = 0; i < NCASES; i++)
+		if (!i || strcmp(cases[i].name, cases[i - 1].name))
+			group[ngroups++] = i;
+	group[ngroups] = NCASES;
+
 	for (int rep = 0; rep < reps; rep++) {
+		size_t ord[NCASES], no = 0;
+
+		for (size_t gi = 0; gi < ngroups; gi++) {
+			size_t g = (gi + rep) % ngroups, len = group[g + 1] - group[g];
+
+			for (size_t j = 0; j < len; j++)
+				ord[no++] = group[g] + (j + rep) % len;
+		}
 		for (size_t k = 0; k < NCASES; k++) {
-			size_t i = (k + rep * 5) % NCASES;	/* rotate the start */
+			size_t i = ord[k];
 			const struct bench_case *c = &cases[i];
 			struct result *r = &res[i];
 			double v[MAX_METRICS];
 			int ret;
 
-			if (filter && !strstr(c->name, filter))
+			if (!selected(filter, c->name))
 				continue;
 			if (r->status)		/* n/a or failed once: not again */
 				continue;
+			if (trace_funcs) {
+				trace_write("trace", "", O_TRUNC);
+				trace_write("tracing_on", "1", 0);
+			}
 			ret = run_child(c, v, r->why, sizeof(r->why));
+			if (trace_funcs)
+				trace_report(c);
 			if (ret) {
 				r->status = ret;
 				out("raw,%s,%s,%d,%s\n", c->name, mem_name[c->mem], rep + 1,
@@ -914,11 +1161,37 @@ int main(int argc, char **argv)
 	}
 	sysctl_write(PCP_SYSCTL, pcp_saved);
 
+	/*
+	 * Paired ratios: per rep, the reference's value over this variant's
+	 * (pages/s: the cost per page relative to the reference, > 1 slower),
+	 * both measured in the same rep, back to back.
+	 */
+	for (size_t i = 0; i < NCASES; i++) {
+		const struct bench_case *c = &cases[i];
+		const struct result *r = &res[i], *ref = NULL;
+		double q[MAX_REPS];
+
+		if (!selected(filter, c->name) || r->status || strcmp(c->unit, PPS))
+			continue;
+		for (size_t j = 0; j < NCASES; j++)
+			if (!strcmp(cases[j].name, c->name) && !strcmp(mem_name[cases[j].mem], c->ref))
+				ref = &res[j];
+		if (!ref || ref->status || ref->n != r->n)
+			continue;
+		for (int m = 0; m < c->nmetrics; m++) {
+			for (int k = 0; k < r->n; k++)
+				q[k] = ref->v[m][k] / r->v[m][k];
+			qsort(q, r->n, sizeof(double), cmp_double);
+			out("ratio,%s%s,%s,%s,%.6g,%.6g,%.6g,%d\n", c->name, c->metric[m],
+			    mem_name[c->mem], c->ref, median(q, r->n), q[0], q[r->n - 1], r->n);
+		}
+	}
+
 	for (size_t i = 0; i < NCASES; i++) {
 		const struct bench_case *c = &cases[i];
 		struct result *r = &res[i];
 
-		if (filter && !strstr(c->name, filter))
+		if (!selected(filter, c->name))
 			continue;
 		for (int m = 0; m < c->nmetrics; m++) {
 			if (r->status) {
@@ -929,8 +1202,7 @@ int main(int argc, char **argv)
 			}
 			qsort(r->v[m], r->n, sizeof(double), cmp_double);
 			out("summary,%s%s,%s,%s,%s,%.6g,%.6g,%.6g,%d,\n", c->name, c->metric[m],
-			    mem_name[c->mem], c->unit, c->ref,
-			    r->n % 2 ? r->v[m][r->n / 2] : (r->v[m][r->n / 2 - 1] + r->v[m][r->n / 2]) / 2,
+			    mem_name[c->mem], c->unit, c->ref, median(r->v[m], r->n),
 			    r->v[m][0], r->v[m][r->n - 1], r->n);
 		}
 		failed |= r->status == RES_ERR;
