@@ -905,17 +905,20 @@ static void trace_write(const char *file, const char *val, int flags)
 
 static void trace_setup(void)
 {
-	char *depth = strchr(trace_funcs, ':');
+	char *depth = strchr(trace_funcs, ':'), *tok, *save, buf[256];
+	int flags = O_TRUNC;
 
 	if (depth)
 		*depth++ = 0;
-	for (char *p = trace_funcs; *p; p++)
-		if (*p == ',')
-			*p = ' ';
 	trace_write("tracing_on", "0", 0);
 	trace_write("current_tracer", "nop", 0);
 	trace_write("buffer_size_kb", "32768", 0);
-	trace_write("set_graph_function", trace_funcs, O_TRUNC);
+	/* one function per write(): ftrace parses only the first */
+	snprintf(buf, sizeof(buf), "%s", trace_funcs);
+	for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		trace_write("set_graph_function", tok, flags);
+		flags = O_APPEND;
+	}
 	trace_write("max_graph_depth", depth ? depth : "3", 0);
 	trace_write("current_tracer", "function_graph", 0);
 	trace_write("trace_options", "funcgraph-tail", 0);
