@@ -49,12 +49,21 @@ run_step "front ends: qemu-run, qemu-shell" build/results/frontends.log scripts/
 run_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh
 
 echo
-echo "=== make check: $(( $(date +%s) - KVM_GMEM_T0 ))s ==="
+echo "=== make check: $(( $(date +%s) - KVM_GMEM_T0 ))s (details: build/results/) ==="
 cat "$summary"
-[ -f build/results/compare.log ] && grep -v '^\[' build/results/compare.log
+echo
+# One line per tier: the sums over its TAP files.
 for t in stock debian shim; do
-	[ -f "build/results/$t/summary.txt" ] && sed -n '/TAP file/,/RESULT/p' "build/results/$t/summary.txt" | sed "s/^/$t: /"
+	f=build/results/$t/summary.txt
+	[ -f "$f" ] || continue
+	awk -v t="$t" '/^TAP file/ { on = 1; next } /^boot to/ { on = 0 }
+		on && NF >= 4 { n++; p += $(NF-2); f += $(NF-1); s += $NF }
+		/^RESULT/ { r = $2 }
+		END { printf "tier %-7s %3d programs: %4d passed, %2d failed, %3d skipped  %s\n", t, n, p, f, s, r }' "$f"
 done
+if [ -f build/results/compare.log ]; then
+	awk '/REGRESSION/ { r++ } NR > 1 && !/^\[/ { n++ } END { printf "regression comparison: %d programs, %d regressions (table: build/results/compare.log)\n", n, r }' build/results/compare.log
+fi
 passed=$(grep -c ' PASS ' "$summary")
 nfailed=$(grep -c ' FAIL ' "$summary")
 echo "check: $passed passed, $nfailed failed"
