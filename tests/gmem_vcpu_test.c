@@ -20,7 +20,13 @@
  *      where only VMs with private memory take KVM_MEM_GUEST_MEMFD. (Mainline
  *      6.18 lets a default VM bind a GUEST_MEMFD_FLAG_MMAP guest_memfd, a
  *      "gmem-only" memslot; never a non-mappable one.)
- * Cases 1-2 SKIP without KVM_CAP_GMEM_SHARED_MEM or KVM_X86_SW_PROTECTED_VM.
+ *   4. default_vm_gmem_only_in_place: case 1 on mainline's ABI: a default VM,
+ *      a GUEST_MEMFD_FLAG_MMAP | INIT_SHARED guest_memfd, a gmem-only memslot
+ *      with userspace_addr 0.
+ *   5. private_memory_hidden_from_host: a page the guest wrote in a private
+ *      (MMAP-only) guest_memfd SIGBUSes through the host mapping.
+ * Cases 1-2 SKIP without KVM_CAP_GMEM_SHARED_MEM or KVM_X86_SW_PROTECTED_VM,
+ * 4-5 without the flags in KVM_CAP_GUEST_MEMFD_FLAGS.
  *
  * Prints TAP. Each case has an alarm() and a bound on KVM_RUN exits, so a
  * guest that goes astray fails instead of hanging (nested SVM under TCG is
@@ -28,6 +34,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -156,13 +163,18 @@ static void vm_teardown(struct vm *vm)
 }
 
 /*
- * The SW_PROTECTED VM with its guest_memfd mapped and bound at GPA 0, the
- * guest code in place and one vCPU at CODE_GPA in real mode. Returns a KSFT_*
- * code; @why says what failed or why it skips.
+ * A VM with its guest_memfd mapped and bound at GPA 0, the guest code in place
+ * and one vCPU at CODE_GPA in real mode. Returns a KSFT_* code; @why says what
+ * failed or why it skips. By default the v7 way: a SW_PROTECTED VM, its
+ * guest_memfd (flags 0) shared in place, userspace_addr = the mapping.
+ * default_vm: mainline's way instead, a default VM whose guest_memfd has
+ * GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, bound as a gmem-only
+ * memslot with userspace_addr 0.
  */
-static int vm_setup(struct vm *vm, char *why, size_t whylen)
+static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
 {
 	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE };
+	unsigned long type = default_vm ? 0 : KVM_X86_SW_PROTECTED_VM;
 	struct kvm_userspace_memory_region2 region;
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
@@ -176,13 +188,19 @@ static int vm_setup(struct vm *vm, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot open /dev/kvm: %s", strerror(errno));
 		return KSFT_SKIP;
 	}
-	if (kvm_cap(vm->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
+	if (default_vm) {
+		gm.flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
+		if ((kvm_cap(vm->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & gm.flags) != gm.flags) {
+			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP | INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS");
+			return KSFT_SKIP;
+		}
+	} else if (kvm_cap(vm->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
 		snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
 		return KSFT_SKIP;
 	}
 	types = kvm_cap(vm->kvm, KVM_CAP_VM_TYPES);
-	if (!(types & (1 << KVM_X86_SW_PROTECTED_VM))) {
-		snprintf(why, whylen, "KVM_X86_SW_PROTECTED_VM not in KVM_CAP_VM_TYPES (%#x)", types);
+	if (!(types & (1 << type))) {
+		snprintf(why, whylen, "VM type %lu not in KVM_CAP_VM_TYPES (%#x)", type, types);
 		return KSFT_SKIP;
 	}
 	if (!kvm_cap(vm->kvm, KVM_CAP_USER_MEMORY2)) {
@@ -190,9 +208,9 @@ static int vm_setup(struct vm *vm, char *why, size_t whylen)
 		return KSFT_SKIP;
 	}
 
-	vm->vm = ioctl(vm->kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	vm->vm = ioctl(vm->kvm, KVM_CREATE_VM, type);
 	if (vm->vm < 0) {
-		snprintf(why, whylen, "KVM_CREATE_VM(SW_PROTECTED): %s", strerror(errno));
+		snprintf(why, whylen, "KVM_CREATE_VM(%lu): %s", type, strerror(errno));
 		return KSFT_FAIL;
 	}
 	vm->gmem = ioctl(vm->vm, KVM_CREATE_GUEST_MEMFD, &gm);
@@ -207,13 +225,16 @@ static int vm_setup(struct vm *vm, char *why, size_t whylen)
 	}
 	vm->mem = mem;
 
-	/* In-place: the memslot's userspace_addr is the guest_memfd mapping. */
+	/*
+	 * In-place: the memslot's userspace_addr is the guest_memfd mapping,
+	 * or nothing at all for a gmem-only memslot.
+	 */
 	region = (struct kvm_userspace_memory_region2){
 		.slot = 0,
 		.flags = KVM_MEM_GUEST_MEMFD,
 		.guest_phys_addr = 0,
 		.memory_size = MEM_SIZE,
-		.userspace_addr = (uintptr_t)mem,
+		.userspace_addr = default_vm ? 0 : (uintptr_t)mem,
 		.guest_memfd = vm->gmem,
 		.guest_memfd_offset = 0,
 	};
@@ -259,6 +280,11 @@ static int vm_setup(struct vm *vm, char *why, size_t whylen)
 		return KSFT_FAIL;
 	}
 	return KSFT_PASS;
+}
+
+static int vm_setup(struct vm *vm, char *why, size_t whylen)
+{
+	return vm_setup_as(vm, false, why, whylen);
 }
 
 /* Host side: fill the data page with seed + i * step through the mapping. */
@@ -380,13 +406,13 @@ static bool expect_round(struct vm *vm, uint8_t seed, uint8_t step, int want,
 	return true;
 }
 
-static int guest_reads_host_pattern(char *why, size_t whylen)
+static int reads_host_pattern(bool default_vm, char *why, size_t whylen)
 {
 	volatile uint8_t *again;
 	struct vm vm;
 	int ret;
 
-	ret = vm_setup(&vm, why, whylen);
+	ret = vm_setup_as(&vm, default_vm, why, whylen);
 	if (ret != KSFT_PASS)
 		goto out;
 	ret = KSFT_FAIL;
@@ -418,6 +444,21 @@ static int guest_reads_host_pattern(char *why, size_t whylen)
 out:
 	vm_teardown(&vm);
 	return ret;
+}
+
+static int guest_reads_host_pattern(char *why, size_t whylen)
+{
+	return reads_host_pattern(false, why, whylen);
+}
+
+/*
+ * Mainline's ABI: a default VM runs on a gmem-only memslot (userspace_addr 0)
+ * of a GUEST_MEMFD_FLAG_MMAP | INIT_SHARED guest_memfd. The vCPU reads what
+ * the host wrote through the mapping and writes back what the host reads.
+ */
+static int default_vm_gmem_only_in_place(char *why, size_t whylen)
+{
+	return reads_host_pattern(true, why, whylen);
 }
 
 static int punch_hole_seen_by_guest(char *why, size_t whylen)
@@ -540,6 +581,136 @@ out:
 	return ret;
 }
 
+static sigjmp_buf sigbus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(sigbus_jmp, 1);
+}
+
+/* Read one byte of a mapping: the byte, or -1 when the read raised SIGBUS. */
+static int host_read(volatile uint8_t *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int v;
+
+	sigaction(SIGBUS, &sa, &old);
+	v = sigsetjmp(sigbus_jmp, 1) ? -1 : *p;
+	sigaction(SIGBUS, &old, NULL);
+	return v;
+}
+
+/*
+ * What the guest writes to its private memory, the host never sees. A default
+ * VM with code in ordinary memory (GPA 0-0x1fff) and a private, mappable
+ * guest_memfd (GUEST_MEMFD_FLAG_MMAP only) as a gmem-only memslot at 0x2000.
+ * The guest writes 0x5a there; the host's mapping of that guest_memfd must
+ * SIGBUS on the written page (now populated and up to date, which is what a
+ * careless fault-around would map) and on an untouched one.
+ */
+static int private_memory_hidden_from_host(char *why, size_t whylen)
+{
+	static const uint8_t code[] = {
+		0xbf, 0x00, 0x20,	/* mov  $0x2000, %di              */
+		0xb0, 0x5a,		/* mov  $0x5a, %al                */
+		0x88, 0x05,		/* mov  %al, (%di)   private page */
+		0xba, 0x10, 0x00,	/* mov  $0x10, %dx                */
+		0xee,			/* out  %al, (%dx)                */
+		0xf4,			/* hlt                            */
+	};
+	struct kvm_create_guest_memfd gm = { .size = 0x2000, .flags = GUEST_MEMFD_FLAG_MMAP };
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	struct kvm_userspace_memory_region2 region;
+	volatile uint8_t *priv = MAP_FAILED;
+	uint8_t *low = MAP_FAILED;
+	int ret = KSFT_FAIL, r0, r1;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+
+	vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm.kvm < 0 || !(kvm_cap(vm.kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP)) {
+		snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP in KVM_CAP_GUEST_MEMFD_FLAGS");
+		ret = KSFT_SKIP;
+		goto out;
+	}
+	vm.vm = ioctl(vm.kvm, KVM_CREATE_VM, 0);
+	vm.gmem = vm.vm < 0 ? -1 : ioctl(vm.vm, KVM_CREATE_GUEST_MEMFD, &gm);
+	if (vm.gmem < 0) {
+		snprintf(why, whylen, "default VM with a private guest_memfd: %s", strerror(errno));
+		goto out;
+	}
+	low = mmap(NULL, 0x2000, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (low == MAP_FAILED) {
+		snprintf(why, whylen, "mmap: %s", strerror(errno));
+		goto out;
+	}
+	memcpy(low + CODE_GPA, code, sizeof(code));
+	region = (struct kvm_userspace_memory_region2){
+		.slot = 0, .memory_size = 0x2000, .userspace_addr = (uintptr_t)low,
+	};
+	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "code memslot: %s", strerror(errno));
+		goto out;
+	}
+	region = (struct kvm_userspace_memory_region2){
+		.slot = 1, .flags = KVM_MEM_GUEST_MEMFD, .guest_phys_addr = 0x2000,
+		.memory_size = 0x2000, .guest_memfd = vm.gmem,
+	};
+	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "private gmem-only memslot: %s", strerror(errno));
+		goto out;
+	}
+	vm.vcpu = ioctl(vm.vm, KVM_CREATE_VCPU, 0);
+	vm.run_size = ioctl(vm.kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	vm.run = vm.vcpu < 0 ? MAP_FAILED :
+		 mmap(NULL, vm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm.vcpu, 0);
+	if (vm.run == MAP_FAILED) {
+		vm.run = NULL;
+		snprintf(why, whylen, "vCPU: %s", strerror(errno));
+		goto out;
+	}
+	ioctl(vm.vcpu, KVM_GET_SREGS, &sregs);
+	sregs.cs.base = sregs.ds.base = sregs.es.base = sregs.ss.base = 0;
+	sregs.cs.selector = sregs.ds.selector = sregs.es.selector = sregs.ss.selector = 0;
+	memset(&regs, 0, sizeof(regs));
+	regs.rip = CODE_GPA;
+	regs.rflags = 0x2;
+	if (ioctl(vm.vcpu, KVM_SET_SREGS, &sregs) || ioctl(vm.vcpu, KVM_SET_REGS, &regs)) {
+		snprintf(why, whylen, "vCPU registers: %s", strerror(errno));
+		goto out;
+	}
+	while (ioctl(vm.vcpu, KVM_RUN, 0) && errno == EINTR && !timed_out)
+		;
+	if (vm.run->exit_reason != KVM_EXIT_IO ||
+	    *((uint8_t *)vm.run + vm.run->io.data_offset) != 0x5a) {
+		snprintf(why, whylen, "guest did not report its private write (exit %u, %s)",
+			 vm.run->exit_reason, exit_name(vm.run->exit_reason));
+		goto out;
+	}
+
+	priv = mmap(NULL, 0x2000, PROT_READ, MAP_SHARED, vm.gmem, 0);
+	if (priv == MAP_FAILED) {
+		snprintf(why, whylen, "mmap of the private guest_memfd: %s", strerror(errno));
+		goto out;
+	}
+	r0 = host_read(priv);
+	r1 = host_read(priv + 0x1000);
+	if (r0 != -1 || r1 != -1) {
+		snprintf(why, whylen, "host read private memory: page the guest wrote -> %d, untouched page -> %d (want SIGBUS, -1)",
+			 r0, r1);
+		goto out;
+	}
+	ret = KSFT_PASS;
+out:
+	if (priv != MAP_FAILED)
+		munmap((void *)priv, 0x2000);
+	if (low != MAP_FAILED)
+		munmap(low, 0x2000);
+	vm_teardown(&vm);
+	return ret;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(char *why, size_t whylen);
@@ -547,6 +718,8 @@ static const struct {
 	{ "guest_reads_host_pattern", guest_reads_host_pattern },
 	{ "punch_hole_seen_by_guest", punch_hole_seen_by_guest },
 	{ "default_vm_rejects_gmem_memslot", default_vm_rejects_gmem_memslot },
+	{ "default_vm_gmem_only_in_place", default_vm_gmem_only_in_place },
+	{ "private_memory_hidden_from_host", private_memory_hidden_from_host },
 };
 
 int main(void)
