@@ -58,8 +58,6 @@ cp "$obj/arch/x86/boot/bzImage" "$out/vmlinuz"
 echo "$kver" > "$out/kver"
 touch "$out/.complete"
 # Kernels of older inputs can never be used again: free their 2 GB.
-for old in "$KVM_GMEM_CACHE"/kernels/shim-*; do
-	[ "$old" = "$out" ] || rm -rf "$old"
-done
+prune_old "$out" "$KVM_GMEM_CACHE"/kernels/shim-*
 step "shim kernel $kver ready: $(du -h "$out/vmlinuz" | cut -f1) bzImage" >&2
 echo "$out"

@@ -2,6 +2,7 @@
 # Install the Debian packages a target needs, or say exactly what to run.
 #   install-deps.sh build|qemu|bench|all
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 build_pkgs="linux-source-6.12 make gcc-12 bc flex bison libelf-dev libssl-dev dwarves
 	    kmod cpio rsync xz-utils patch perl python3 ccache"
@@ -16,20 +17,5 @@ all)   want="$build_pkgs $qemu_pkgs" ;;
 *)     echo "usage: $0 build|qemu|bench|all" >&2; exit 2 ;;
 esac
 
-missing=
-for p in $want; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-		missing="$missing $p"
-done
-[ -z "$missing" ] && exit 0
-
-cmd="apt-get install -y --no-install-recommends$missing"
-if [ "$(id -u)" != 0 ]; then
-	echo "error: missing packages. Run as root:" >&2
-	echo "  apt-get update && $cmd" >&2
-	exit 1
-fi
-echo "installing:$missing"
-# The package lists may be empty on a fresh machine.
-apt-get update -q >/dev/null
-DEBIAN_FRONTEND=noninteractive $cmd >/dev/null
+# shellcheck disable=SC2086 # one word per package
+need_packages $want
