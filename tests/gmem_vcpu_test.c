@@ -162,6 +162,35 @@ static void vm_teardown(struct vm *vm)
 		close(vm->kvm);
 }
 
+/* Real mode, every segment at base 0 (linear address == GPA), rip at CODE_GPA. */
+static int vcpu_real_mode_at_code(int vcpu, char *why, size_t whylen)
+{
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+
+	if (ioctl(vcpu, KVM_GET_SREGS, &sregs)) {
+		snprintf(why, whylen, "KVM_GET_SREGS: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	sregs.cs.base = 0;
+	sregs.cs.selector = 0;
+	sregs.ds.base = sregs.es.base = sregs.ss.base = 0;
+	sregs.ds.selector = sregs.es.selector = sregs.ss.selector = 0;
+	if (ioctl(vcpu, KVM_SET_SREGS, &sregs)) {
+		snprintf(why, whylen, "KVM_SET_SREGS: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	memset(&regs, 0, sizeof(regs));
+	regs.rip = CODE_GPA;
+	regs.rflags = 0x2;
+	regs.rsp = 0xf000;
+	if (ioctl(vcpu, KVM_SET_REGS, &regs)) {
+		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
 /*
  * A VM with its guest_memfd mapped and bound at GPA 0, the guest code in place
  * and one vCPU at CODE_GPA in real mode. Returns a KSFT_* code; @why says what
@@ -176,8 +205,6 @@ static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
 	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE };
 	unsigned long type = default_vm ? 0 : KVM_X86_SW_PROTECTED_VM;
 	struct kvm_userspace_memory_region2 region;
-	struct kvm_sregs sregs;
-	struct kvm_regs regs;
 	void *mem;
 	int types;
 
@@ -258,28 +285,7 @@ static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
 		return KSFT_FAIL;
 	}
 
-	/* Real mode, every segment at base 0: linear address == GPA. */
-	if (ioctl(vm->vcpu, KVM_GET_SREGS, &sregs)) {
-		snprintf(why, whylen, "KVM_GET_SREGS: %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	sregs.cs.base = 0;
-	sregs.cs.selector = 0;
-	sregs.ds.base = sregs.es.base = sregs.ss.base = 0;
-	sregs.ds.selector = sregs.es.selector = sregs.ss.selector = 0;
-	if (ioctl(vm->vcpu, KVM_SET_SREGS, &sregs)) {
-		snprintf(why, whylen, "KVM_SET_SREGS: %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	memset(&regs, 0, sizeof(regs));
-	regs.rip = CODE_GPA;
-	regs.rflags = 0x2;
-	regs.rsp = 0xf000;
-	if (ioctl(vm->vcpu, KVM_SET_REGS, &regs)) {
-		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	return KSFT_PASS;
+	return vcpu_real_mode_at_code(vm->vcpu, why, whylen);
 }
 
 static int vm_setup(struct vm *vm, char *why, size_t whylen)
@@ -625,8 +631,6 @@ static int private_memory_hidden_from_host(char *why, size_t whylen)
 	volatile uint8_t *priv = MAP_FAILED;
 	uint8_t *low = MAP_FAILED;
 	int ret = KSFT_FAIL, r0, r1;
-	struct kvm_sregs sregs;
-	struct kvm_regs regs;
 
 	vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm.kvm < 0 || !(kvm_cap(vm.kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP)) {
@@ -670,16 +674,8 @@ static int private_memory_hidden_from_host(char *why, size_t whylen)
 		snprintf(why, whylen, "vCPU: %s", strerror(errno));
 		goto out;
 	}
-	ioctl(vm.vcpu, KVM_GET_SREGS, &sregs);
-	sregs.cs.base = sregs.ds.base = sregs.es.base = sregs.ss.base = 0;
-	sregs.cs.selector = sregs.ds.selector = sregs.es.selector = sregs.ss.selector = 0;
-	memset(&regs, 0, sizeof(regs));
-	regs.rip = CODE_GPA;
-	regs.rflags = 0x2;
-	if (ioctl(vm.vcpu, KVM_SET_SREGS, &sregs) || ioctl(vm.vcpu, KVM_SET_REGS, &regs)) {
-		snprintf(why, whylen, "vCPU registers: %s", strerror(errno));
+	if (vcpu_real_mode_at_code(vm.vcpu, why, whylen) != KSFT_PASS)
 		goto out;
-	}
 	while (ioctl(vm.vcpu, KVM_RUN, 0) && errno == EINTR && !timed_out)
 		;
 	if (vm.run->exit_reason != KVM_EXIT_IO ||
