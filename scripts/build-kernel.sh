@@ -1,26 +1,56 @@
 #!/bin/bash
-# Build the shim guest kernel: the installed linux-source-6.12 + src/mm-shim
-# + the config fragments in src/mm-shim/config, merged onto allnoconfig.
-# Cached in $KVM_GMEM_CACHE/kernels/shim-<hash of those inputs>/, with ccache.
-# Prints that directory, which holds what qemu/run-tier.sh --kernel wants:
-# vmlinuz, kver, lib/modules/<kver>/, and build/ (the O= dir for modules).
+# Build a custom guest kernel from the installed linux-source-6.12, cached in
+# $KVM_GMEM_CACHE/kernels/<target>-<hash of all inputs>/, with ccache.
+#
+#   build-kernel.sh [shim|arm64]
+#     shim   x86_64 kernel with src/mm-shim; KVM=m, replaced by our modules
+#     arm64  arm64 kernel (cross-built) with src/mm-shim, then the KVM series
+#            src/series and src/arm64/series: arm64 KVM can only be built in
+#
+# The config is allnoconfig plus the target's fragments. Prints the kernel
+# directory, which holds what qemu/run-tier.sh --kernel wants: vmlinuz, kver,
+# arch, [lib/modules/<kver>/], and build/ (the O= dir for modules).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+target=${1:-shim}
 tree=$("$top/scripts/tree.sh")
-shim="$top/src/mm-shim"
-mapfile -t patches < <(grep -v '^#' "$shim/series" | grep . | sed "s|^|$shim/|")
-fragments=("$shim"/config/*.config)
+
+# series_files DIR: the patches DIR/series lists, as paths.
+series_files() {
+	grep -v '^#' "$1/series" | grep . | sed "s|^|$1/|"
+}
+
+mapfile -t patches < <(series_files "$top/src/mm-shim")
+case "$target" in
+shim)
+	arch=x86_64
+	make_args=(ARCH=x86_64 CC="ccache gcc")
+	image=arch/x86/boot/bzImage
+	fragments=("$top"/src/mm-shim/config/*.config)
+	;;
+arm64)
+	arch=arm64
+	need_tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
+	make_args=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="ccache aarch64-linux-gnu-gcc")
+	image=arch/arm64/boot/Image
+	mapfile -t -O "${#patches[@]}" patches < <(series_files "$top/src")
+	mapfile -t -O "${#patches[@]}" patches < <(series_files "$top/src/arm64")
+	# The same debug options as the x86 shim kernel.
+	fragments=("$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config")
+	;;
+*) die "usage: $0 [shim|arm64]" ;;
+esac
 
 key=$( { basename "$tree"; cat "$0" "${patches[@]}" "${fragments[@]}"; } | sha256sum | cut -c1-16)
-out="$KVM_GMEM_CACHE/kernels/shim-$key"
+out="$KVM_GMEM_CACHE/kernels/$target-$key"
 if [ -f "$out/.complete" ]; then
 	echo "$out"
 	exit 0
 fi
 
-step "building the shim kernel ($key): tree + ${#patches[@]} mm-shim patches" >&2
+step "building the $target kernel ($key): tree + ${#patches[@]} patches" >&2
 mkdir -p "$out"
 src="$out/src"
 if [ ! -f "$src/.patched" ]; then
@@ -29,7 +59,7 @@ if [ ! -f "$src/.patched" ]; then
 	cp -al "$tree" "$src"
 	for p in "${patches[@]}"; do
 		patch -d "$src" -p1 -F0 -N -s --no-backup-if-mismatch < "$p" >&2 ||
-			die "mm-shim patch does not apply: ${p#$top/}"
+			die "patch does not apply: ${p#$top/}"
 	done
 	touch "$src/.patched"
 fi
@@ -37,7 +67,7 @@ fi
 obj="$out/build"
 mkdir -p "$obj"
 cat "${fragments[@]}" > "$obj/fragments.config"
-make -s -C "$src" O="$obj" KCONFIG_ALLCONFIG="$obj/fragments.config" allnoconfig >&2
+make -s -C "$src" O="$obj" "${make_args[@]}" KCONFIG_ALLCONFIG="$obj/fragments.config" allnoconfig >&2
 # Every option the fragments ask for must survive Kconfig, or they lie.
 missing=$(grep -h '^CONFIG_' "${fragments[@]}" | while read -r line; do
 	grep -qxF "$line" "$obj/.config" || echo "$line"
@@ -46,18 +76,24 @@ done)
 $missing"
 
 # Paths relative to the kernel dir, so builds in other cache dirs hit too.
-export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=5G CCACHE_BASEDIR="$out"
+export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=8G CCACHE_BASEDIR="$out"
 export KBUILD_BUILD_TIMESTAMP="2026-01-01" KBUILD_BUILD_USER=kvm-gmem KBUILD_BUILD_HOST=kvm-gmem
-step "compiling (log: $obj/build.log)" >&2
-make -C "$src" O="$obj" CC="ccache gcc" -j"$(nproc)" bzImage modules > "$obj/build.log" 2>&1 ||
-	{ tail -30 "$obj/build.log" >&2; die "shim kernel build failed (log: $obj/build.log)"; }
-kver=$(make -s -C "$src" O="$obj" kernelrelease)
+targets=("$(basename "$image")")
+grep -q '^CONFIG_MODULES=y' "$obj/.config" && targets+=(modules)
+step "compiling ${targets[*]} (log: $obj/build.log)" >&2
+make -C "$src" O="$obj" "${make_args[@]}" -j"$(nproc)" "${targets[@]}" > "$obj/build.log" 2>&1 ||
+	{ grep -E 'error|Error' "$obj/build.log" | head -20 >&2; tail -20 "$obj/build.log" >&2
+	  die "$target kernel build failed (log: $obj/build.log)"; }
+kver=$(make -s -C "$src" O="$obj" "${make_args[@]}" kernelrelease)
 rm -rf "$out/lib"
-make -s -C "$src" O="$obj" INSTALL_MOD_PATH="$out" modules_install >&2
-cp "$obj/arch/x86/boot/bzImage" "$out/vmlinuz"
+if grep -q '^CONFIG_MODULES=y' "$obj/.config"; then
+	make -s -C "$src" O="$obj" "${make_args[@]}" INSTALL_MOD_PATH="$out" modules_install >&2
+fi
+cp "$obj/$image" "$out/vmlinuz"
 echo "$kver" > "$out/kver"
+echo "$arch" > "$out/arch"
 touch "$out/.complete"
-# Kernels of older inputs can never be used again: free their 2 GB.
-prune_old "$out" "$KVM_GMEM_CACHE"/kernels/shim-*
-step "shim kernel $kver ready: $(du -h "$out/vmlinuz" | cut -f1) bzImage" >&2
+# Kernels of older inputs can never be used again: free their space.
+prune_old "$out" "$KVM_GMEM_CACHE/kernels/$target"-*
+step "$target kernel $kver ready: $(du -h "$out/vmlinuz" | cut -f1) $(basename "$image")" >&2
 echo "$out"
