@@ -15,8 +15,11 @@ export KVM_GMEM_CACHE
 KVER ?=
 KDIR ?=
 TIER ?= stock
+# DKMS=1 is what dkms.conf runs: modules only, from the installed source
+# tarball, nothing written outside this directory, no apt.
+DKMS ?=
 
-.PHONY: all deps modules prepare selftests check-series qemu-test qemu-shell qemu-run check bench clean distclean
+.PHONY: all deps modules prepare selftests check-series qemu-test qemu-shell qemu-run check bench deb check-dkms clean distclean
 
 all: modules
 
@@ -24,8 +27,8 @@ deps:
 	@scripts/install-deps.sh all
 
 prepare:
-	@scripts/install-deps.sh build
-	@scripts/prepare.sh
+	@scripts/install-deps.sh $(if $(DKMS),dkms,build)
+	@KVM_GMEM_MODULES_ONLY=$(DKMS) scripts/prepare.sh
 
 modules: prepare
 	@scripts/build-modules.sh $(KVER) $(KDIR)
@@ -60,6 +63,18 @@ check:
 # Benchmarks (issue 9), not part of make check: build/results/bench/
 bench: modules
 	@TIER=$(TIER) scripts/bench.sh
+
+# The Debian package for dkms (dh-dkms): build/deb/kvm-gmem-dkms_<VERSION>_all.deb
+deb:
+	@scripts/install-deps.sh deb
+	@scripts/build-deb.sh
+
+# The dkms tier alone (not part of make check: see README): the .deb installed in a
+# guest with Debian's kernel, headers and source, dkms builds under TCG.
+check-dkms: selftests
+	@scripts/install-deps.sh deb
+	@scripts/install-deps.sh qemu
+	@qemu/test-tier.sh dkms
 
 clean:
 	rm -rf build

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Install the Debian packages a target needs, or say exactly what to run.
-#   install-deps.sh build|qemu|bench|all
+#   install-deps.sh build|qemu|bench|deb|dkms|all
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -8,14 +8,29 @@ build_pkgs="linux-source-6.12 make gcc-12 bc flex bison libelf-dev libssl-dev dw
 	    kmod cpio rsync xz-utils patch perl python3 ccache"
 qemu_pkgs="qemu-system-x86 qemu-utils debootstrap busybox-static e2fsprogs tmux file"
 bench_pkgs="gnuplot-nox"	# make bench: the PNG chart
+deb_pkgs="debhelper dh-dkms dkms"	# make deb
+# What a dkms build of the modules runs (make modules DKMS=1): the Depends of
+# the kvm-gmem-dkms package, so they are only checked, never installed.
+dkms_pkgs="linux-source-6.12 make gcc-12 rsync xz-utils patch kmod"
 
 case "${1:-all}" in
 build) want=$build_pkgs ;;
 qemu)  want=$qemu_pkgs ;;
 bench) want=$bench_pkgs ;;
+deb)   want=$deb_pkgs ;;
+dkms)  want=$dkms_pkgs ;;
 all)   want="$build_pkgs $qemu_pkgs" ;;
-*)     echo "usage: $0 build|qemu|bench|all" >&2; exit 2 ;;
+*)     echo "usage: $0 build|qemu|bench|deb|dkms|all" >&2; exit 2 ;;
 esac
+
+# Inside dkms (root, maybe offline, in the middle of dpkg): never run apt.
+if [ "${1:-all}" = dkms ]; then
+	missing=$(for p in $want; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"
+	done | xargs)
+	[ -z "$missing" ] || die "missing packages for the dkms build: $missing (kvm-gmem-dkms depends on them)"
+	exit 0
+fi
 
 # shellcheck disable=SC2086 # one word per package
 need_packages $want

@@ -6,12 +6,24 @@
 #
 # build/src is re-made whenever the tree version, the series or this script
 # changes; nothing else may edit it.
+#
+# KVM_GMEM_MODULES_ONLY=1 (dkms builds, see dkms.conf): take only the files
+# below straight out of /usr/src/linux-source-6.12.tar.xz and skip the
+# selftests' uapi headers, so nothing is written outside build/ (no cache,
+# no 1.5 GB tree extracted in a dkms build).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 limit=${1:-}
-tree=$("$top/scripts/tree.sh")
+modules_only=${KVM_GMEM_MODULES_ONLY:-}
+tarball=/usr/src/linux-source-6.12.tar.xz
+if [ -n "$modules_only" ]; then
+	[ -r "$tarball" ] || die "$tarball missing: install linux-source-6.12"
+	tree="$tarball $(dpkg-query -W -f='${Version}' linux-source-6.12) (modules only)"
+else
+	tree=$("$top/scripts/tree.sh")
+fi
 out=${BUILD_SRC:-$top/build/src}
 
 # The part of the tree our modules and tests are built from.
@@ -54,22 +66,28 @@ fi
 step "preparing build/src from $tree (${#patches[@]} patches)"
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
-(cd "$tree" && cp -a --parents "${tree_files[@]}" "$out.tmp/")
+if [ -n "$modules_only" ]; then
+	tar -xJf "$tarball" -C "$out.tmp" --strip-components=1 "${tree_files[@]/#/linux-source-6.12/}"
+else
+	(cd "$tree" && cp -a --parents "${tree_files[@]}" "$out.tmp/")
+fi
 
 # Sanitized uapi headers for the selftests, made once per tree version.
-uapi="$KVM_GMEM_CACHE/uapi/$(basename "$tree")"
-if [ ! -f "$uapi/.complete" ]; then
-	step "installing the tree's uapi headers into the cache"
-	rm -rf "$uapi"
-	make -s -C "$tree" O="$uapi/obj" ARCH=x86 INSTALL_HDR_PATH="$uapi" headers_install >/dev/null
-	# headers_install.sh runs scripts/unifdef relative to its cwd: keep it.
-	mkdir -p "$uapi/scripts"
-	mv "$uapi/obj/scripts/unifdef" "$uapi/scripts/"
-	rm -rf "$uapi/obj"
-	touch "$uapi/.complete"
+if [ -z "$modules_only" ]; then
+	uapi="$KVM_GMEM_CACHE/uapi/$(basename "$tree")"
+	if [ ! -f "$uapi/.complete" ]; then
+		step "installing the tree's uapi headers into the cache"
+		rm -rf "$uapi"
+		make -s -C "$tree" O="$uapi/obj" ARCH=x86 INSTALL_HDR_PATH="$uapi" headers_install >/dev/null
+		# headers_install.sh runs scripts/unifdef relative to its cwd: keep it.
+		mkdir -p "$uapi/scripts"
+		mv "$uapi/obj/scripts/unifdef" "$uapi/scripts/"
+		rm -rf "$uapi/obj"
+		touch "$uapi/.complete"
+	fi
+	mkdir -p "$out.tmp/usr"
+	cp -a "$uapi/include" "$out.tmp/usr/"
 fi
-mkdir -p "$out.tmp/usr"
-cp -a "$uapi/include" "$out.tmp/usr/"
 
 for p in "${patches[@]}"; do
 	# Zero fuzz, and no offsets either: the series is made against this tree.
@@ -81,12 +99,14 @@ for p in "${patches[@]}"; do
 done
 
 # Re-export our patched uapi headers for the selftests.
-for h in linux/kvm.h asm/kvm.h; do
-	src=include/uapi/$h
-	[ "$h" = asm/kvm.h ] && src=arch/x86/include/uapi/$h
-	(cd "$uapi" && sh "$tree/scripts/headers_install.sh" \
-		"$out.tmp/$src" "$out.tmp/usr/include/$h")
-done
+if [ -z "$modules_only" ]; then
+	for h in linux/kvm.h asm/kvm.h; do
+		src=include/uapi/$h
+		[ "$h" = asm/kvm.h ] && src=arch/x86/include/uapi/$h
+		(cd "$uapi" && sh "$tree/scripts/headers_install.sh" \
+			"$out.tmp/$src" "$out.tmp/usr/include/$h")
+	done
+fi
 
 # Update build/src by content: files that did not change keep their mtimes,
 # so make rebuilds only what the new series really changed.
