@@ -10,7 +10,8 @@ mkdir -p "$top/build"
 "$top/scripts/gen-dkms-conf.sh" "$top/build/dkms.conf.expected"
 diff -u "$top/dkms.conf" "$top/build/dkms.conf.expected" ||
 	die "dkms.conf is out of date: run scripts/gen-dkms-conf.sh and commit it"
-changelog=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
+# The top entry's version, without needing dpkg-dev: "kvm-gmem (0.1.0) ...".
+changelog=$(sed -n '1s/^[^ ]* (\([^)]*\)).*/\1/p' "$top/debian/changelog")
 [ "$changelog" = "$version" ] ||
 	die "debian/changelog is at $changelog, VERSION is $version: add a changelog entry (dch -v $version)"
 step "dkms.conf and debian/changelog agree with VERSION $version"
