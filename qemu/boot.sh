@@ -6,8 +6,10 @@
 # Usage: qemu/boot.sh --kernel-dir DIR --image FILE --share DIR --log FILE
 #                     --timeout SECONDS [--initrd FILE] [--append "ARGS"]
 #   --kernel-dir  DIR/vmlinuz is booted; DIR/lib/modules is shared read-only
-#                 with the guest as its /lib/modules (see qemu/stock-kernel.sh)
-#   --image       ext4 root image (qemu/rootfs.sh); never modified (-snapshot)
+#                 with the guest as its /lib/modules (see qemu/stock-kernel.sh);
+#                 DIR/arch says x86_64 (default) or arm64 (scripts/build-kernel.sh)
+#   --image       ext4 root image (qemu/rootfs.sh); never modified (-snapshot);
+#                 "none": the initramfs is the root (the arm64 guest)
 #   --share       host directory mounted at /share in the guest (read-write)
 #   --log         serial console log file
 #   --timeout     hard wall-clock limit for the whole boot
@@ -45,11 +47,13 @@ done
 [[ -n "$kdir" && -n "$image" && -n "$share" && -n "$log" && -n "$timeout" ]] || usage
 [[ "$timeout" =~ ^[0-9]+$ ]] || die "--timeout must be whole seconds, got '$timeout'"
 [[ -f "$kdir/vmlinuz" ]] || die "no kernel at $kdir/vmlinuz"
-[[ -f "$image" ]] || die "no root image at $image"
+[[ "$image" == none || -f "$image" ]] || die "no root image at $image"
 [[ -d "$share" ]] || die "share directory $share does not exist"
 [[ -z "$initrd" || -f "$initrd" ]] || die "no initramfs at $initrd"
 
-need_tools qemu-system-x86_64:qemu-system-x86 timeout:coreutils
+arch=x86_64
+[[ ! -f "$kdir/arch" ]] || arch=$(cat "$kdir/arch")
+need_tools timeout:coreutils
 
 # The guest writes this last; a stale one would hide a crash.
 rm -f "$share/exit-status"
@@ -59,14 +63,35 @@ mkdir -p "$(dirname "$log")"
 # run stale translated code after the kernel patched its text on another vCPU
 # (text_poke_bp), which shows up as a spurious "Oops: int3". Round-robin TCG
 # keeps two vCPUs, without that race.
-qemu=(qemu-system-x86_64
-	-machine q35 -accel tcg,thread=single -cpu max -smp 2 -m 3G
+case "$arch" in
+x86_64)
+	need_tools qemu-system-x86_64:qemu-system-x86
+	qemu=(qemu-system-x86_64 -machine q35 -accel tcg,thread=single -cpu max)
+	console=ttyS0
+	;;
+arm64)
+	# virtualization=on: the guest kernel starts at EL2 and runs KVM (VHE);
+	# GICv3, because KVM needs a GIC with virtualization support. TCG has
+	# no text-patching race here: arm64 patches with cache maintenance.
+	need_tools qemu-system-aarch64:qemu-system-arm
+	qemu=(qemu-system-aarch64 -machine virt,virtualization=on,gic-version=3 -accel tcg -cpu max)
+	console=ttyAMA0
+	;;
+*) die "$kdir/arch: unknown architecture '$arch'" ;;
+esac
+if [[ "$image" == none ]]; then
+	root=initramfs
+	[[ -n "$initrd" ]] || die "--image none needs an --initrd to be the root"
+else
+	root=/dev/vda
+	qemu+=(-drive "file=$image,if=virtio,format=raw,snapshot=on")
+fi
+qemu+=(-smp 2 -m 3G
 	-nodefaults -display none -monitor none -no-reboot
 	-serial chardev:console
-	-drive "file=$image,if=virtio,format=raw,snapshot=on"
 	-virtfs "local,path=$share,mount_tag=share,security_model=none,id=share"
 	-kernel "$kdir/vmlinuz"
-	-append "console=ttyS0 panic=-1 oops=panic root=/dev/vda rw init=/sbin/kvm-gmem-init $append")
+	-append "console=$console panic=-1 oops=panic root=$root rw init=/sbin/kvm-gmem-init $append")
 [[ -z "$initrd" ]] || qemu+=(-initrd "$initrd")
 if [[ -n "$interactive" ]]; then
 	# The console on this terminal, still logged; Ctrl-A X quits QEMU.

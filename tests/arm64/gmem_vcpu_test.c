@@ -1,0 +1,503 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_vcpu_test (arm64): a small VMM checking that an arm64 guest runs on
+ * guest_memfd memory that the host maps, in place (src/arm64 series).
+ *
+ * A default VM gets one 64 KiB guest_memfd, mapped by the host and bound at
+ * GPA 0 with KVM_SET_USER_MEMORY_REGION2 (KVM_MEM_GUEST_MEMFD). A tiny guest,
+ * written through the mapping, checks a page the host filled, writes its
+ * answer next to its parameters and reports with an MMIO write outside the
+ * memslot. The host reads the answer through the mapping.
+ *
+ * Cases:
+ *   1. guest_reads_host_pattern: the guest sees what the host wrote, and
+ *      notices (at the right offset) when one byte differs.
+ *   2. punch_hole_seen_by_guest: after the host punches the page out, guest
+ *      and host read zeroes; a new host pattern is what the guest sees next.
+ *   3. memory_comes_from_gmem: the memslot's userspace_addr points at an
+ *      anonymous mapping holding other bytes; the guest must see the
+ *      guest_memfd's bytes, not those (faults go to guest_memfd).
+ *   4. flag_mmap: as 1, with a guest_memfd created with GUEST_MEMFD_FLAG_MMAP,
+ *      which is how it works with kvm.gmem_mainline_abi=1.
+ * Cases 1-3 SKIP without KVM_CAP_GMEM_SHARED_MEM (the v7 ABI), 4 without
+ * GUEST_MEMFD_FLAG_MMAP in KVM_CAP_GUEST_MEMFD_FLAGS.
+ *
+ * The guest runs with its MMU off, so its accesses are Device/Non-cacheable:
+ * fine under TCG, and with FEAT_S2FWB on hardware.
+ *
+ * Prints TAP. Each case has an alarm() and a bound on KVM_RUN exits, so a
+ * guest that goes astray fails instead of hanging.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <linux/falloc.h>
+#include <linux/kvm.h>
+
+#include "kselftest.h"
+
+/* The v7 series' capability, in case the headers predate it. */
+#ifndef KVM_CAP_GMEM_SHARED_MEM
+#define KVM_CAP_GMEM_SHARED_MEM 239
+#endif
+
+#define MEM_SIZE	0x10000		/* guest_memfd and memslot size */
+#define CODE_GPA	0x1000		/* guest code */
+#define DATA_GPA	0x2000		/* the page the guest checks */
+#define PARAM_GPA	0x3000		/* parameters in, answer out */
+#define MMIO_GPA	0x20000		/* outside the memslot: an MMIO exit */
+#define DATA_LEN	0x1000
+#define MAX_EXITS	32		/* KVM_RUN exits allowed per round */
+#define CASE_TIMEOUT	120		/* seconds per case */
+
+/* Layout of the parameter/answer block at PARAM_GPA. */
+#define P_SEED		0	/* u8: expected byte at offset 0 */
+#define P_STEP		1	/* u8: added per byte */
+#define P_LEN		2	/* u16: bytes to check */
+#define A_STATUS	4	/* u8: STATUS_* */
+#define A_STOP		6	/* u16: address where the check stopped */
+#define A_ROUNDS	8	/* u16: rounds the guest has run */
+
+#define STATUS_MATCH	1
+#define STATUS_MISMATCH	2
+
+/*
+ * The guest, loaded at CODE_GPA. Each round it checks DATA_LEN bytes against
+ * seed + i * step, reports, writes its status to MMIO_GPA (the exit) and
+ * starts over. Checked against "aarch64-linux-gnu-as" + "objdump -d".
+ */
+static const uint32_t guest_code[] = {
+	0xd2840000,	/* top:    mov  x0, #0x2000        data     */
+	0xd2860001,	/*         mov  x1, #0x3000        params   */
+	0x39400022,	/*         ldrb w2, [x1]           seed     */
+	0x39400423,	/*         ldrb w3, [x1, #1]       step     */
+	0x79400424,	/*         ldrh w4, [x1, #2]       len      */
+	0x39400005,	/* check:  ldrb w5, [x0]                    */
+	0x6b0200bf,	/*         cmp  w5, w2                      */
+	0x54000101,	/*         b.ne bad                         */
+	0x91000400,	/*         add  x0, x0, #1                  */
+	0x0b030042,	/*         add  w2, w2, w3                  */
+	0x12001c42,	/*         and  w2, w2, #0xff               */
+	0x71000484,	/*         subs w4, w4, #1                  */
+	0x54ffff21,	/*         b.ne check                       */
+	0x52800025,	/*         mov  w5, #1             match    */
+	0x14000002,	/*         b    report                      */
+	0x52800045,	/* bad:    mov  w5, #2             mismatch */
+	0x39001025,	/* report: strb w5, [x1, #4]       status   */
+	0x79000c20,	/*         strh w0, [x1, #6]       stop     */
+	0x79401026,	/*         ldrh w6, [x1, #8]                */
+	0x110004c6,	/*         add  w6, w6, #1                  */
+	0x79001026,	/*         strh w6, [x1, #8]       rounds   */
+	0xd2a00047,	/*         mov  x7, #0x20000                */
+	0xb90000e5,	/*         str  w5, [x7]           MMIO     */
+	0x17ffffe9,	/*         b    top                         */
+};
+
+struct vm {
+	int kvm, vm, vcpu, gmem;
+	struct kvm_run *run;
+	size_t run_size;
+	volatile uint8_t *mem;		/* host mapping of the guest_memfd */
+	void *decoy;			/* case 3: what userspace_addr points at */
+};
+
+static volatile sig_atomic_t timed_out;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	timed_out = 1;
+}
+
+static void arm_timeout(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	timed_out = 0;
+	alarm(CASE_TIMEOUT);
+}
+
+static int kvm_cap(int fd, long cap)
+{
+	int r = ioctl(fd, KVM_CHECK_EXTENSION, cap);
+
+	return r < 0 ? 0 : r;
+}
+
+static uint16_t get16(volatile uint8_t *p)
+{
+	return p[0] | p[1] << 8;
+}
+
+static void put16(volatile uint8_t *p, uint16_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+}
+
+static void vm_teardown(struct vm *vm)
+{
+	if (vm->run)
+		munmap(vm->run, vm->run_size);
+	if (vm->mem)
+		munmap((void *)vm->mem, MEM_SIZE);
+	if (vm->decoy)
+		munmap(vm->decoy, MEM_SIZE);
+	if (vm->vcpu >= 0)
+		close(vm->vcpu);
+	if (vm->gmem >= 0)
+		close(vm->gmem);
+	if (vm->vm >= 0)
+		close(vm->vm);
+	if (vm->kvm >= 0)
+		close(vm->kvm);
+}
+
+static int set_core_reg(int vcpu, uint64_t offset, uint64_t value)
+{
+	struct kvm_one_reg reg = {
+		.id = KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE |
+		      (offset / sizeof(uint32_t)),
+		.addr = (uintptr_t)&value,
+	};
+
+	return ioctl(vcpu, KVM_SET_ONE_REG, &reg);
+}
+
+/* How the guest_memfd is made and bound. */
+enum setup {
+	SETUP_V7,	/* flags 0 (v7 ABI), userspace_addr = the mapping */
+	SETUP_DECOY,	/* flags 0, userspace_addr = other memory */
+	SETUP_FLAG_MMAP,	/* GUEST_MEMFD_FLAG_MMAP, userspace_addr = the mapping */
+};
+
+/*
+ * A VM with its guest_memfd mapped and bound at GPA 0, the guest code in place
+ * and one vCPU at CODE_GPA. Returns a KSFT_* code; @why says what failed or
+ * why it skips.
+ */
+static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
+{
+	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE };
+	struct kvm_userspace_memory_region2 region;
+	struct kvm_vcpu_init init;
+	void *mem;
+
+	*vm = (struct vm){ .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+
+	vm->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm < 0) {
+		snprintf(why, whylen, "cannot open /dev/kvm: %s", strerror(errno));
+		return KSFT_SKIP;
+	}
+	if (how == SETUP_FLAG_MMAP) {
+		gm.flags = GUEST_MEMFD_FLAG_MMAP;
+		if (!(kvm_cap(vm->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & gm.flags)) {
+			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP in KVM_CAP_GUEST_MEMFD_FLAGS");
+			return KSFT_SKIP;
+		}
+	} else if (kvm_cap(vm->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
+		snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: guest_memfd needs GUEST_MEMFD_FLAG_MMAP to be mapped");
+		return KSFT_SKIP;
+	}
+	if (!kvm_cap(vm->kvm, KVM_CAP_USER_MEMORY2)) {
+		snprintf(why, whylen, "no KVM_CAP_USER_MEMORY2");
+		return KSFT_SKIP;
+	}
+
+	vm->vm = ioctl(vm->kvm, KVM_CREATE_VM, 0);
+	if (vm->vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	vm->gmem = ioctl(vm->vm, KVM_CREATE_GUEST_MEMFD, &gm);
+	if (vm->gmem < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, vm->gmem, 0);
+	if (mem == MAP_FAILED) {
+		snprintf(why, whylen, "mmap(guest_memfd): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	vm->mem = mem;
+
+	if (how == SETUP_DECOY) {
+		/* Bytes the guest must never see: 0xa5 where the data is checked. */
+		vm->decoy = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (vm->decoy == MAP_FAILED) {
+			vm->decoy = NULL;
+			snprintf(why, whylen, "mmap(anonymous): %s", strerror(errno));
+			return KSFT_FAIL;
+		}
+		memset(vm->decoy, 0xa5, MEM_SIZE);
+	}
+
+	region = (struct kvm_userspace_memory_region2){
+		.slot = 0,
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.guest_phys_addr = 0,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)(vm->decoy ? vm->decoy : mem),
+		.guest_memfd = vm->gmem,
+		.guest_memfd_offset = 0,
+	};
+	if (ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+
+	memcpy((void *)(vm->mem + CODE_GPA), guest_code, sizeof(guest_code));
+
+	vm->vcpu = ioctl(vm->vm, KVM_CREATE_VCPU, 0);
+	if (vm->vcpu < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VCPU: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	if (ioctl(vm->vm, KVM_ARM_PREFERRED_TARGET, &init) ||
+	    ioctl(vm->vcpu, KVM_ARM_VCPU_INIT, &init)) {
+		snprintf(why, whylen, "KVM_ARM_VCPU_INIT: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	/* KVM_ARM_VCPU_INIT leaves the vCPU at EL1h, MMU off, interrupts masked. */
+	if (set_core_reg(vm->vcpu, offsetof(struct kvm_regs, regs.pc), CODE_GPA)) {
+		snprintf(why, whylen, "KVM_SET_ONE_REG(pc): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	vm->run_size = ioctl(vm->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	vm->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpu, 0);
+	if (vm->run == MAP_FAILED) {
+		vm->run = NULL;
+		snprintf(why, whylen, "mmap(kvm_run): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
+/* Host side: fill the data page with seed + i * step through the mapping. */
+static void host_fill(struct vm *vm, uint8_t seed, uint8_t step)
+{
+	for (unsigned int i = 0; i < DATA_LEN; i++)
+		vm->mem[DATA_GPA + i] = (uint8_t)(seed + i * step);
+}
+
+static bool host_data_is_zero(struct vm *vm)
+{
+	for (unsigned int i = 0; i < DATA_LEN; i++)
+		if (vm->mem[DATA_GPA + i])
+			return false;
+	return true;
+}
+
+/*
+ * One guest round: set the parameters, run until the guest's MMIO write,
+ * return the status it reported (STATUS_*) or -1 with @why filled.
+ */
+static int guest_round(struct vm *vm, uint8_t seed, uint8_t step, char *why, size_t whylen)
+{
+	volatile uint8_t *p = vm->mem + PARAM_GPA;
+	uint16_t rounds = get16(p + A_ROUNDS);
+	uint32_t reported;
+
+	p[P_SEED] = seed;
+	p[P_STEP] = step;
+	put16(p + P_LEN, DATA_LEN);
+	p[A_STATUS] = 0;
+
+	for (int exits = 0; exits < MAX_EXITS; exits++) {
+		if (ioctl(vm->vcpu, KVM_RUN, 0)) {
+			if (errno == EINTR && timed_out) {
+				snprintf(why, whylen, "guest still running after %d s", CASE_TIMEOUT);
+				return -1;
+			}
+			if (errno == EINTR)
+				continue;
+			snprintf(why, whylen, "KVM_RUN: %s (exit reason %u)",
+				 strerror(errno), vm->run->exit_reason);
+			return -1;
+		}
+		if (vm->run->exit_reason != KVM_EXIT_MMIO) {
+			snprintf(why, whylen, "unexpected exit reason %u", vm->run->exit_reason);
+			return -1;
+		}
+		if (vm->run->mmio.phys_addr != MMIO_GPA || !vm->run->mmio.is_write ||
+		    vm->run->mmio.len != 4) {
+			snprintf(why, whylen, "unexpected MMIO: %s of %u bytes at %#llx",
+				 vm->run->mmio.is_write ? "write" : "read", vm->run->mmio.len,
+				 (unsigned long long)vm->run->mmio.phys_addr);
+			return -1;
+		}
+		memcpy(&reported, vm->run->mmio.data, sizeof(reported));
+		/* What the guest wrote to memory must be what it sent out. */
+		if (p[A_STATUS] != reported || get16(p + A_ROUNDS) != (uint16_t)(rounds + 1)) {
+			snprintf(why, whylen,
+				 "the host mapping shows status %u, round %u; the guest reported %u, round %u",
+				 p[A_STATUS], get16(p + A_ROUNDS), reported, rounds + 1);
+			return -1;
+		}
+		return reported;
+	}
+	snprintf(why, whylen, "no report after %d exits", MAX_EXITS);
+	return -1;
+}
+
+/* Guest sees the pattern, then notices one flipped byte at its offset. */
+static int check_pattern_and_flip(struct vm *vm, char *why, size_t whylen)
+{
+	uint16_t stop;
+	int st;
+
+	host_fill(vm, 0x11, 3);
+	st = guest_round(vm, 0x11, 3, why, whylen);
+	if (st != STATUS_MATCH) {
+		if (st > 0)
+			snprintf(why, whylen, "guest saw a mismatch at %#x in the host's pattern",
+				 get16(vm->mem + PARAM_GPA + A_STOP));
+		return KSFT_FAIL;
+	}
+
+	vm->mem[DATA_GPA + 0x123] ^= 0xff;
+	st = guest_round(vm, 0x11, 3, why, whylen);
+	stop = get16(vm->mem + PARAM_GPA + A_STOP);
+	if (st != STATUS_MISMATCH || stop != DATA_GPA + 0x123) {
+		if (st > 0)
+			snprintf(why, whylen, "after flipping byte %#x the guest reported status %d at %#x",
+				 DATA_GPA + 0x123, st, stop);
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
+static int case_guest_reads_host_pattern(char *why, size_t whylen)
+{
+	struct vm vm;
+	int r = vm_setup(&vm, SETUP_V7, why, whylen);
+
+	if (r == KSFT_PASS)
+		r = check_pattern_and_flip(&vm, why, whylen);
+	vm_teardown(&vm);
+	return r;
+}
+
+static int case_punch_hole_seen_by_guest(char *why, size_t whylen)
+{
+	struct vm vm;
+	int r = vm_setup(&vm, SETUP_V7, why, whylen);
+	int st;
+
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	host_fill(&vm, 0x40, 1);
+	if (guest_round(&vm, 0x40, 1, why, whylen) != STATUS_MATCH)
+		goto out;
+	if (fallocate(vm.gmem, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, DATA_GPA, DATA_LEN)) {
+		snprintf(why, whylen, "PUNCH_HOLE: %s", strerror(errno));
+		goto out;
+	}
+	if (!host_data_is_zero(&vm)) {
+		snprintf(why, whylen, "the host still sees data in the punched page");
+		goto out;
+	}
+	st = guest_round(&vm, 0, 0, why, whylen);
+	if (st != STATUS_MATCH) {
+		if (st > 0)
+			snprintf(why, whylen, "the guest saw non-zero bytes in the punched page (at %#x)",
+				 get16(vm.mem + PARAM_GPA + A_STOP));
+		goto out;
+	}
+	host_fill(&vm, 0x99, 7);
+	st = guest_round(&vm, 0x99, 7, why, whylen);
+	if (st != STATUS_MATCH) {
+		if (st > 0)
+			snprintf(why, whylen, "the guest did not see the host's new pattern");
+		goto out;
+	}
+	r = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	return r;
+}
+
+static int case_memory_comes_from_gmem(char *why, size_t whylen)
+{
+	struct vm vm;
+	int r = vm_setup(&vm, SETUP_DECOY, why, whylen);
+	int st;
+
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	host_fill(&vm, 0x5a, 0);
+	st = guest_round(&vm, 0x5a, 0, why, whylen);
+	if (st != STATUS_MATCH) {
+		if (st > 0)
+			snprintf(why, whylen, "the guest did not see the guest_memfd's bytes%s",
+				 vm.mem[DATA_GPA] == 0x5a ? " (userspace_addr's instead?)" : "");
+		goto out;
+	}
+	if (((uint8_t *)vm.decoy)[DATA_GPA] != 0xa5) {
+		snprintf(why, whylen, "the memory behind userspace_addr changed");
+		goto out;
+	}
+	r = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	return r;
+}
+
+static int case_flag_mmap(char *why, size_t whylen)
+{
+	struct vm vm;
+	int r = vm_setup(&vm, SETUP_FLAG_MMAP, why, whylen);
+
+	if (r == KSFT_PASS)
+		r = check_pattern_and_flip(&vm, why, whylen);
+	vm_teardown(&vm);
+	return r;
+}
+
+static const struct {
+	const char *name;
+	int (*run)(char *why, size_t whylen);
+} cases[] = {
+	{ "guest_reads_host_pattern", case_guest_reads_host_pattern },
+	{ "punch_hole_seen_by_guest", case_punch_hole_seen_by_guest },
+	{ "memory_comes_from_gmem", case_memory_comes_from_gmem },
+	{ "flag_mmap", case_flag_mmap },
+};
+
+int main(void)
+{
+	unsigned int i;
+
+	ksft_print_header();
+	ksft_set_plan(sizeof(cases) / sizeof(cases[0]));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char why[256] = "";
+		int r;
+
+		arm_timeout();
+		r = cases[i].run(why, sizeof(why));
+		alarm(0);
+		if (r == KSFT_PASS)
+			ksft_test_result_pass("%s\n", cases[i].name);
+		else if (r == KSFT_SKIP)
+			ksft_test_result_skip("%s: %s\n", cases[i].name, why);
+		else
+			ksft_test_result_fail("%s: %s\n", cases[i].name, why);
+	}
+	ksft_finished();
+}
