@@ -9,6 +9,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 version=$(cat "$top/VERSION")
 out="$top/build/deb"
 deb="$out/kvm-gmem-dkms_${version}_all.deb"
+# Also reached from qemu/test-tier.sh dkms, not only from make deb.
+"$top/scripts/install-deps.sh" deb
 "$top/scripts/check-packaging.sh"
 
 step "building $(basename "$deb")"
