@@ -17,10 +17,14 @@
  *   3. memory_comes_from_gmem: the memslot's userspace_addr points at an
  *      anonymous mapping holding other bytes; the guest must see the
  *      guest_memfd's bytes, not those (faults go to guest_memfd).
- *   4. flag_mmap: as 1, with a guest_memfd created with GUEST_MEMFD_FLAG_MMAP,
- *      which is how it works with kvm.gmem_mainline_abi=1.
- * Cases 1-3 SKIP without KVM_CAP_GMEM_SHARED_MEM (the v7 ABI), 4 without
- * GUEST_MEMFD_FLAG_MMAP in KVM_CAP_GUEST_MEMFD_FLAGS.
+ *   4. mainline_flags: as 1, with a guest_memfd created with
+ *      GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED: mainline's way,
+ *      the only one with kvm.gmem_mainline_abi=1.
+ *   5. private_memory_hidden_from_host: with kvm.gmem_mainline_abi=1,
+ *      GUEST_MEMFD_FLAG_MMAP alone makes private memory: a host touch SIGBUSes
+ *      (with the v7 ABI every guest_memfd of an arm64 VM is shared: SKIP).
+ * Cases 1-3 SKIP without KVM_CAP_GMEM_SHARED_MEM (the v7 ABI), 4-5 without
+ * the flags in KVM_CAP_GUEST_MEMFD_FLAGS.
  *
  * The guest runs with its MMU off, so its accesses are Device/Non-cacheable:
  * fine under TCG, and with FEAT_S2FWB on hardware.
@@ -30,6 +34,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -179,7 +184,8 @@ static int set_core_reg(int vcpu, uint64_t offset, uint64_t value)
 enum setup {
 	SETUP_V7,	/* flags 0 (v7 ABI), userspace_addr = the mapping */
 	SETUP_DECOY,	/* flags 0, userspace_addr = other memory */
-	SETUP_FLAG_MMAP,	/* GUEST_MEMFD_FLAG_MMAP, userspace_addr = the mapping */
+	SETUP_MAINLINE,	/* MMAP | INIT_SHARED, userspace_addr = the mapping */
+	SETUP_PRIVATE,	/* MMAP alone: private, userspace_addr = the mapping */
 };
 
 /*
@@ -201,10 +207,13 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot open /dev/kvm: %s", strerror(errno));
 		return KSFT_SKIP;
 	}
-	if (how == SETUP_FLAG_MMAP) {
+	if (how == SETUP_MAINLINE || how == SETUP_PRIVATE) {
 		gm.flags = GUEST_MEMFD_FLAG_MMAP;
-		if (!(kvm_cap(vm->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & gm.flags)) {
-			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP in KVM_CAP_GUEST_MEMFD_FLAGS");
+		if (how == SETUP_MAINLINE)
+			gm.flags |= GUEST_MEMFD_FLAG_INIT_SHARED;
+		if ((kvm_cap(vm->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & gm.flags) != gm.flags) {
+			snprintf(why, whylen, "flags %#llx not all in KVM_CAP_GUEST_MEMFD_FLAGS",
+				 (unsigned long long)gm.flags);
 			return KSFT_SKIP;
 		}
 	} else if (kvm_cap(vm->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
@@ -259,7 +268,9 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 		return KSFT_FAIL;
 	}
 
-	memcpy((void *)(vm->mem + CODE_GPA), guest_code, sizeof(guest_code));
+	/* Private memory cannot be written by the host: the caller loads nothing. */
+	if (how != SETUP_PRIVATE)
+		memcpy((void *)(vm->mem + CODE_GPA), guest_code, sizeof(guest_code));
 
 	vm->vcpu = ioctl(vm->vm, KVM_CREATE_VCPU, 0);
 	if (vm->vcpu < 0) {
@@ -458,13 +469,46 @@ out:
 	return r;
 }
 
-static int case_flag_mmap(char *why, size_t whylen)
+static int case_mainline_flags(char *why, size_t whylen)
 {
 	struct vm vm;
-	int r = vm_setup(&vm, SETUP_FLAG_MMAP, why, whylen);
+	int r = vm_setup(&vm, SETUP_MAINLINE, why, whylen);
 
 	if (r == KSFT_PASS)
 		r = check_pattern_and_flip(&vm, why, whylen);
+	vm_teardown(&vm);
+	return r;
+}
+
+static sigjmp_buf sigbus_jmp;
+
+static void on_sigbus(int sig)
+{
+	siglongjmp(sigbus_jmp, sig);
+}
+
+static int case_private_memory_hidden_from_host(char *why, size_t whylen)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	struct vm vm;
+	int r = vm_setup(&vm, SETUP_PRIVATE, why, whylen);
+
+	if (r != KSFT_PASS)
+		goto out;
+	if (kvm_cap(vm.kvm, KVM_CAP_GMEM_SHARED_MEM) > 0) {
+		snprintf(why, whylen, "v7 ABI: every guest_memfd of an arm64 VM is shared");
+		r = KSFT_SKIP;
+		goto out;
+	}
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(sigbus_jmp, 1) == 0) {
+		vm.mem[DATA_GPA] = 1;
+		snprintf(why, whylen, "the host wrote to private guest_memfd memory without SIGBUS");
+		r = KSFT_FAIL;
+	}
+	sigaction(SIGBUS, &old, NULL);
+out:
 	vm_teardown(&vm);
 	return r;
 }
@@ -476,7 +520,8 @@ static const struct {
 	{ "guest_reads_host_pattern", case_guest_reads_host_pattern },
 	{ "punch_hole_seen_by_guest", case_punch_hole_seen_by_guest },
 	{ "memory_comes_from_gmem", case_memory_comes_from_gmem },
-	{ "flag_mmap", case_flag_mmap },
+	{ "mainline_flags", case_mainline_flags },
+	{ "private_memory_hidden_from_host", case_private_memory_hidden_from_host },
 };
 
 int main(void)
