@@ -4,6 +4,7 @@
 # and the guest's dmesg in /share/results/. Exit status 0 only if all passed.
 #
 # Share layout (prepared by qemu/run-tier.sh):
+#   /share/modules/BUILTIN         KVM is built into the kernel (the arm64 guest), or
 #   /share/modules/USE_STOCK       load Debian's own kvm/kvm_amd (modprobe), or
 #   /share/modules/kvm.ko, kvm-amd.ko [, kvm-intel.ko]   our modules (insmod)
 #   /share/tests/list              one test per line: NAME [TIMEOUT_SECONDS [PARAM=VALUE...]]
@@ -34,7 +35,7 @@ n=0
 tap_line() { n=$((n + 1)); echo "$1 $n - $2" >>"$tap"; progress "$1 - $2"; }
 note() { echo "# $*" >>"$tap"; progress "$*"; }
 
-cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo)
+cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo || true)	# x86 only
 has_flag() { [[ " ${cpu_flags#*:} " == *" $1 "* ]]; }
 
 # load_ours FILE: insmod one of our modules after modprobing the Debian
@@ -79,6 +80,14 @@ elif [[ -f "$mods/kvm.ko" ]]; then
 	else
 		tap_line "not ok" "insmod kvm.ko"
 	fi
+elif [[ -f "$mods/BUILTIN" ]]; then
+	note "modules: none, KVM is built into $(uname -r) ($(uname -m))"
+	# arm64: "kvm [1]: VHE mode initialized successfully" (or nVHE/Hyp).
+	if init=$(dmesg | grep -m1 -o 'kvm \[[0-9]*\]: .*mode initialized successfully'); then
+		tap_line ok "KVM initialized: ${init#*: }"
+	else
+		tap_line "not ok" "no 'mode initialized successfully' line from KVM in dmesg"
+	fi
 else
 	tap_line "not ok" "no modules given: $mods has neither USE_STOCK nor kvm.ko"
 fi
@@ -95,7 +104,9 @@ if has_flag svm; then
 else
 	tap_line ok "load kvm_amd # SKIP no svm flag in the guest CPU"
 fi
-if has_flag vmx; then
+if [[ -f "$mods/BUILTIN" ]]; then
+	:	# no vendor modules to load
+elif has_flag vmx; then
 	if load_vendor kvm_intel; then tap_line ok "load kvm_intel"; else tap_line "not ok" "load kvm_intel"; fi
 else
 	tap_line ok "load kvm_intel # SKIP no vmx flag in the guest CPU (QEMU TCG emulates no VMX)"
@@ -112,7 +123,8 @@ if [[ -f "$share/shell" ]]; then
 		cd /share
 	EOF
 	# setsid -c makes the console our controlling terminal: job control.
-	TERM=linux setsid -c -w bash --rcfile /tmp/shellrc -i </dev/ttyS0 >/dev/ttyS0 2>&1 || true
+	tty=/dev/$(awk '{ print $NF }' /sys/class/tty/console/active)	# ttyS0, ttyAMA0
+	TERM=linux setsid -c -w bash --rcfile /tmp/shellrc -i <"$tty" >"$tty" 2>&1 || true
 fi
 
 # --- Run the tests -------------------------------------------------------
@@ -141,7 +153,8 @@ while read -r name limit params; do
 	start=$SECONDS
 	rc=0
 	if [[ -x "$share/tests/$name" ]]; then
-		timeout --kill-after=5 "$limit" "$share/tests/$name" >"$out" 2>&1 </dev/null || rc=$?
+		# -k, not --kill-after: the arm64 root has busybox's timeout.
+		timeout -k 5 "$limit" "$share/tests/$name" >"$out" 2>&1 </dev/null || rc=$?
 	else
 		echo "# $share/tests/$name is missing or not executable" >"$out"
 		rc=127
