@@ -491,7 +491,8 @@ static int case_private_memory_hidden_from_host(char *why, size_t whylen)
 {
 	struct sigaction sa = { .sa_handler = on_sigbus }, old;
 	struct vm vm;
-	int r = vm_setup(&vm, SETUP_PRIVATE, why, whylen);
+	/* volatile: read after siglongjmp() */
+	volatile int r = vm_setup(&vm, SETUP_PRIVATE, why, whylen);
 
 	if (r != KSFT_PASS)
 		goto out;
