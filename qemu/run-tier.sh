@@ -10,7 +10,9 @@
 #              holding our kvm.ko, kvm-amd.ko [, kvm-intel.ko]
 #   --results  where serial.log, dmesg.txt, *.tap and summary.txt go
 #   --kernel   "stock" (default: Debian's generic kernel, qemu/stock-kernel.sh)
-#              or a kernel dir: vmlinuz, kver, [lib/modules/KVER/]
+#              or a kernel dir: vmlinuz, kver, [lib/modules/KVER/], [arch];
+#              an arm64 one (scripts/build-kernel.sh arm64) has KVM built in
+#              (--modules builtin) and its initramfs is the root
 #   --tests    directory with a "list" file (NAME [TIMEOUT] per line) and the
 #              test executables; without it only the module loading is tested
 #   --timeout  hard wall-clock limit of the guest run (default 600)
@@ -66,20 +68,32 @@ if [[ "$kernel" == stock ]]; then
 else
 	kdir=$(cd "$kernel" && pwd) || die "no kernel dir $kernel"
 fi
+arch=$(cat "$kdir/arch" 2>/dev/null || echo x86_64)
 case "$initrd" in
-auto) initrd=$("$here/initramfs.sh" "$kdir") ;;
+auto)
+	if [[ "$arch" == arm64 ]]; then
+		initrd=$("$here/rootfs-arm64.sh")
+	else
+		initrd=$("$here/initramfs.sh" "$kdir")
+	fi
+	;;
 none) initrd= ;;
 *) [[ -f "$initrd" ]] || die "no initramfs at $initrd" ;;
 esac
 image=$("$here/rootfs.sh")
 
+# The arm64 guest has no disk: its initramfs is the root.
+[[ "$arch" != arm64 ]] || image=none
 # --- The share: what the guest sees as /share ------------------------------
 share="$repo/build/share/$tier"
 rm -rf "$share"
 mkdir -p "$share/modules" "$share/tests" "$share/results"
 install -m 755 "$repo/tests/guest/run.sh" "$share/run.sh"
 [[ -z "$shell" ]] || touch "$share/shell"
-if [[ "$modules" == stock ]]; then
+if [[ "$arch" == arm64 || "$modules" == builtin ]]; then
+	[[ "$modules" == builtin ]] || die "--modules $modules: an $arch kernel has KVM built in (say --modules builtin)"
+	touch "$share/modules/BUILTIN"
+elif [[ "$modules" == stock ]]; then
 	touch "$share/modules/USE_STOCK"
 else
 	[[ -f "$modules/kvm.ko" ]] || die "--modules $modules: no kvm.ko there (or say --modules stock)"
