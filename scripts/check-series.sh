@@ -1,7 +1,11 @@
 #!/bin/bash
-# Check the KVM series patch by patch: each applies with zero fuzz, passes the
-# tree's checkpatch.pl --strict, and the modules (and the selftests it
-# touches) build with the patches up to it. Works in build/check-series/.
+# Check the series patch by patch: each applies with zero fuzz and passes the
+# tree's checkpatch.pl --strict, and what it touches builds with the patches
+# up to it. Works in build/check-series/.
+#   src/series         the KVM modules (and the selftests, for tools/ patches)
+#   src/mm-shim/series checkpatch and zero fuzz (its kernel: the shim tier)
+#   src/arm64/series   on top of both, in a full tree: arch/arm64/kvm/ (which
+#                      holds virt/kvm too) cross-builds after each patch
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -30,4 +34,53 @@ for p in "${patches[@]}"; do
 			{ tail -40 "$work/selftests.log"; die "selftests do not build after $p"; }
 	fi
 done
-step "series OK: ${#patches[@]} patches apply with zero fuzz, pass checkpatch --strict and build one by one"
+step "KVM series OK: ${#patches[@]} patches apply with zero fuzz, pass checkpatch --strict and build one by one"
+
+# checkpatch FILE: the tree's checkpatch.pl --strict, run from the tree's top.
+checkpatch() {
+	(cd "$tree" && perl scripts/checkpatch.pl --strict -q "$1") > "$work/checkpatch.log" 2>&1 ||
+		{ cat "$work/checkpatch.log"; die "checkpatch --strict: ${1#$top/}"; }
+}
+
+# apply DIR FILE: zero fuzz, no offsets beyond what patch reports.
+apply() {
+	patch -d "$1" -p1 -F0 -N -s --no-backup-if-mismatch < "$2" > "$work/patch.log" 2>&1 ||
+		{ cat "$work/patch.log"; die "does not apply with zero fuzz: ${2#$top/}"; }
+}
+
+# A full tree with the mm-shim and the KVM series: what the arm64 kernel gets.
+arm64="$work/arm64"
+rm -rf "$arm64"
+mkdir -p "$arm64"
+cp -al "$tree" "$arm64/src"
+mapfile -t shim < <(grep -v '^#' "$top/src/mm-shim/series" | grep . | sed "s|^|$top/src/mm-shim/|")
+n=0
+for p in "${shim[@]}"; do
+	n=$((n + 1))
+	step "mm-shim [$n/${#shim[@]}] ${p#$top/src/}"
+	checkpatch "$p"
+	apply "$arm64/src" "$p"
+done
+for p in "${patches[@]}"; do apply "$arm64/src" "$top/src/$p"; done
+
+# Same paths below $arm64 as the cached arm64 kernel below its dir
+# (src/, build/), so ccache hits what build-kernel.sh arm64 compiled.
+export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_BASEDIR="$arm64"
+cross=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="ccache aarch64-linux-gnu-gcc")
+need_tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
+mapfile -t a64 < <(grep -v '^#' "$top/src/arm64/series" | grep . | sed "s|^|$top/src/arm64/|")
+cat "$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config" > "$arm64/fragments.config"
+n=0
+for p in "${a64[@]}"; do
+	n=$((n + 1))
+	step "arm64 [$n/${#a64[@]}] ${p#$top/src/}"
+	checkpatch "$p"
+	apply "$arm64/src" "$p"
+	# The config again: a patch may change what Kconfig selects.
+	make -s -C "$arm64/src" O="$arm64/build" "${cross[@]}" \
+		KCONFIG_ALLCONFIG="$arm64/fragments.config" allnoconfig > "$work/arm64-build.log" 2>&1 &&
+	make -C "$arm64/src" O="$arm64/build" "${cross[@]}" -j"$(nproc)" arch/arm64/kvm/ \
+		>> "$work/arm64-build.log" 2>&1 ||
+		{ tail -40 "$work/arm64-build.log"; die "arch/arm64/kvm does not build after ${p#$top/} (log: $work/arm64-build.log)"; }
+done
+step "mm-shim and arm64 series OK: ${#shim[@]} + ${#a64[@]} patches apply with zero fuzz and pass checkpatch --strict; arm64 KVM builds after each"
