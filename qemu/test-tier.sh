@@ -29,6 +29,16 @@ stock|debian)
 	fi
 	args+=(--kernel stock)
 	;;
+arm64)
+	# Our arm64 kernel, KVM built in, under qemu-system-aarch64; the tests
+	# are cross-built for it with their own list (tests/arm64-list).
+	kdir=$("$top/scripts/build-kernel.sh" arm64)
+	"$top/scripts/build-tests-arm64.sh" "$kdir" > "$top/build/tests-arm64.log" 2>&1 ||
+		die "the arm64 tests do not build: see build/tests-arm64.log"
+	step "tier arm64: booting"
+	exec "$here/run-tier.sh" "${args[@]}" --kernel "$kdir" --modules builtin \
+		--tests "$top/build/tests-arm64" --timeout "${QEMU_TIMEOUT:-900}" "$@"
+	;;
 shim)
 	kdir=$("$top/scripts/build-kernel.sh")
 	kver=$(cat "$kdir/kver")
