@@ -45,6 +45,7 @@ if [ -f build/results/stock/summary.txt ] && [ -f build/results/debian/summary.t
 		scripts/compare-tiers.sh build/results/debian build/results/stock
 fi
 run_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
+run_step "tier arm64 (arm64 kernel, KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
 run_step "front ends: qemu-run, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
 run_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh
 
@@ -53,7 +54,7 @@ echo "=== make check: $(( $(date +%s) - KVM_GMEM_T0 ))s (details: build/results/
 cat "$summary"
 echo
 # One line per tier: the sums over its TAP files.
-for t in stock debian shim; do
+for t in stock debian shim arm64; do
 	f=build/results/$t/summary.txt
 	[ -f "$f" ] || continue
 	awk -v t="$t" '/^TAP file/ { on = 1; next } /^boot to/ { on = 0 }
