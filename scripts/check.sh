@@ -45,7 +45,7 @@ if [ -f build/results/stock/summary.txt ] && [ -f build/results/debian/summary.t
 		scripts/compare-tiers.sh build/results/debian build/results/stock
 fi
 run_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
-run_step "tier arm64 (arm64 kernel, KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
+run_step "tier arm64 (KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
 run_step "front ends: qemu-run, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
 run_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh
 
