@@ -2,12 +2,13 @@
 # shellcheck source-path=SCRIPTDIR
 # Run one test tier in a QEMU/TCG guest and judge it.
 #
-# Usage: qemu/run-tier.sh --tier NAME --modules stock|DIR --results DIR
+# Usage: qemu/run-tier.sh --tier NAME --modules stock|DIR|FILE.deb --results DIR
 #          [--kernel stock|DIR] [--tests DIR] [--timeout SECONDS]
-#          [--initrd auto|none|FILE] [--append "KERNEL ARGS"]
+#          [--initrd auto|none|FILE] [--append "KERNEL ARGS"] [--image FILE]
 #   --tier     name of the tier; the share is build/share/NAME/
-#   --modules  "stock" (Debian's kvm modules in the guest) or a directory
-#              holding our kvm.ko, kvm-amd.ko [, kvm-intel.ko]
+#   --modules  "stock" (Debian's kvm modules in the guest), a directory
+#              holding our kvm.ko, kvm-amd.ko [, kvm-intel.ko], or our
+#              kvm-gmem-dkms .deb (installed in the guest; dkms builds there)
 #   --results  where serial.log, dmesg.txt, *.tap and summary.txt go
 #   --kernel   "stock" (default: Debian's generic kernel, qemu/stock-kernel.sh)
 #              or a kernel dir: vmlinuz, kver, [lib/modules/KVER/], [arch];
@@ -18,6 +19,7 @@
 #   --timeout  hard wall-clock limit of the guest run (default 600)
 #   --initrd   initramfs: built for the kernel (auto, default), none, or a file
 #   --append   extra kernel command line arguments
+#   --image    root image (default: qemu/rootfs.sh; the dkms tier's has more)
 #   --shell    after loading the modules, a root shell on this terminal
 #              (ends with "poweroff", "exit" or Ctrl-A X); tests still run after
 # Exit status: 0 all passed; 1 a test failed or the kernel log shows an error;
@@ -31,7 +33,7 @@ repo=$(cd "$here/.." && pwd)
 # usage: print the comment block at the top of this file.
 usage() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0" >&2; exit 2; }
 
-tier='' kernel=stock modules='' tests='' results='' timeout=600 initrd=auto append=''
+tier='' kernel=stock modules='' tests='' results='' timeout=600 initrd=auto append='' image=''
 shell=''
 while (($#)); do
 	case "$1" in
@@ -44,6 +46,7 @@ while (($#)); do
 	--timeout) timeout=$2 ;;
 	--initrd) initrd=$2 ;;
 	--append) append=$2 ;;
+	--image) image=$2 ;;
 	-h | --help) usage ;;
 	*) echo "unknown argument: $1" >&2; usage ;;
 	esac
@@ -80,7 +83,11 @@ auto)
 none) initrd= ;;
 *) [[ -f "$initrd" ]] || die "no initramfs at $initrd" ;;
 esac
-image=$("$here/rootfs.sh")
+if [[ -z "$image" ]]; then
+	image=$("$here/rootfs.sh")
+else
+	[[ -f "$image" ]] || die "no root image at $image"
+fi
 
 # The arm64 guest has no disk: its initramfs is the root.
 [[ "$arch" != arm64 ]] || image=none
@@ -95,6 +102,9 @@ if [[ "$arch" == arm64 || "$modules" == builtin ]]; then
 	touch "$share/modules/BUILTIN"
 elif [[ "$modules" == stock ]]; then
 	touch "$share/modules/USE_STOCK"
+elif [[ "$modules" == *.deb ]]; then
+	[[ -f "$modules" ]] || die "--modules $modules: no such package"
+	cp "$modules" "$share/modules/"
 else
 	[[ -f "$modules/kvm.ko" ]] || die "--modules $modules: no kvm.ko there (or say --modules stock)"
 	cp "$modules"/*.ko "$share/modules/"
@@ -108,7 +118,7 @@ fi
 
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
-rm -f "$results"/serial.log "$results"/dmesg.txt "$results"/summary.txt "$results"/*.tap
+rm -f "$results"/*.log "$results"/dmesg.txt "$results"/summary.txt "$results"/*.tap
 
 # --- Boot -----------------------------------------------------------------
 t_boot=$(date +%s)
@@ -119,7 +129,8 @@ boot_args=(--kernel-dir "$kdir" --image "$image" --share "$share" --log "$result
 guest_rc=0
 "$here/boot.sh" "${boot_args[@]}" || guest_rc=$?
 t_end=$(date +%s)
-cp "$share"/results/*.tap "$share"/results/dmesg.txt "$results/" 2>/dev/null || true
+# Logs the guest kept besides TAP (e.g. the dkms tier's dpkg and make logs).
+cp "$share"/results/*.tap "$share"/results/*.log "$share"/results/dmesg.txt "$results/" 2>/dev/null || true
 
 # --- Judge ------------------------------------------------------------------
 problems=()
@@ -164,6 +175,8 @@ summary="$results/summary.txt"
 	boot=$(grep -ao 'running /share/run.sh (uptime [0-9.]* s)' "$results/serial.log" 2>/dev/null |
 		grep -o '[0-9.]* s' || echo "n/a")
 	echo "boot to run.sh (guest uptime): $boot"
+	# Durations the guest measured ("# time: WHAT: N s" lines in its TAP).
+	cat "$results"/*.tap 2>/dev/null | sed -n 's/^# time: /guest: /p'
 	echo "guest wall time: $((t_end - t_boot)) s (timeout ${timeout} s)"
 	echo "total time:      $((t_end - t_start)) s"
 	if ((${#problems[@]})); then

@@ -4,6 +4,8 @@
 #   test-tier.sh debian   Debian's generic kernel with Debian's own modules
 #                         (the baseline our modules are compared against)
 #   test-tier.sh shim     our debug kernel with the mm-shim, with our modules
+#   test-tier.sh dkms     Debian's kernel, headers and source installed in the
+#                         image; our .deb installed there, dkms builds (slow)
 # Results: build/results/<tier>/. Further arguments go to run-tier.sh and
 # win over the tier's own (e.g. --modules stock, --tests DIR, --shell).
 set -euo pipefail
@@ -11,11 +13,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$top/scripts/lib.sh"
 
-tier=${1:?usage: $0 stock|debian|shim [run-tier.sh arguments]}
+tier=${1:?usage: $0 stock|debian|shim|dkms [run-tier.sh arguments]}
 shift
 results="$top/build/results/$tier"
 stage="$top/build/stage/$tier"
 args=(--tier "$tier" --results "$results")
+lists=("$top/tests/list")
+timeout=${QEMU_TIMEOUT:-900}
 
 case "$tier" in
 stock|debian)
@@ -48,18 +52,36 @@ shim)
 		die "the shim kernel does not export the guestmem hook"
 	args+=(--kernel "$kdir" --modules "$top/build/obj/$kver" --initrd none)
 	;;
+dkms)
+	"$top/scripts/build-deb.sh" > "$top/build/deb.log" 2>&1 ||
+		die "make deb failed: see build/deb.log"
+	deb="$top/build/deb/kvm-gmem-dkms_$(cat "$top/VERSION")_all.deb"
+	stock=$("$here/stock-kernel.sh")
+	# The same vmlinuz, but without the host's read-only /lib/modules share:
+	# dkms installs into the image's own /lib/modules and runs depmod there.
+	kdir="$top/build/kernel-dkms"
+	rm -rf "$kdir"
+	mkdir -p "$kdir"
+	ln -s "$stock/vmlinuz" "$kdir/vmlinuz"
+	cp "$stock/kver" "$kdir/kver"
+	initrd=$("$here/initramfs.sh" "$stock")
+	image=$("$here/dkms-image.sh")
+	args+=(--kernel "$kdir" --initrd "$initrd" --image "$image" --modules "$deb")
+	lists=("$top/tests/dkms-list")
+	# The in-guest compile under TCG takes most of it.
+	timeout=${QEMU_TIMEOUT:-3600}
+	;;
 *)
-	die "unknown tier $tier (stock, debian, shim)"
+	die "unknown tier $tier (stock, debian, shim, arm64, dkms)"
 	;;
 esac
 
 # The Debian kernel tiers also run the tree's selftests of the regression
 # comparison (tests/regression-list), before our tests: the last of ours
 # reloads the modules.
-lists=("$top/tests/list")
-if [ "$tier" != shim ] && [ -f "$top/tests/regression-list" ]; then
+if [ "$tier" != shim ] && [ "$tier" != dkms ] && [ -f "$top/tests/regression-list" ]; then
 	lists=("$top/tests/regression-list" "${lists[@]}")
 fi
 "$top/scripts/stage-tests.sh" "$stage" "${lists[@]}"
 step "tier $tier: booting"
-exec "$here/run-tier.sh" "${args[@]}" --tests "$stage" --timeout "${QEMU_TIMEOUT:-900}" "$@"
+exec "$here/run-tier.sh" "${args[@]}" --tests "$stage" --timeout "$timeout" "$@"

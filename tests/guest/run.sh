@@ -6,12 +6,16 @@
 # Share layout (prepared by qemu/run-tier.sh):
 #   /share/modules/BUILTIN         KVM is built into the kernel (the arm64 guest), or
 #   /share/modules/USE_STOCK       load Debian's own kvm/kvm_amd (modprobe), or
-#   /share/modules/kvm.ko, kvm-amd.ko [, kvm-intel.ko]   our modules (insmod)
+#   /share/modules/kvm.ko, kvm-amd.ko [, kvm-intel.ko]   our modules (insmod), or
+#   /share/modules/kvm-gmem-dkms_*.deb   our package: dpkg -i, dkms builds and
+#                                  installs, modprobe loads it; removed after the
+#                                  tests (dkms-remove.tap) and the stock kvm checked
 #   /share/tests/list              one test per line: NAME [TIMEOUT_SECONDS [PARAM=VALUE...]]
 #                                  (PARAMs: kvm module parameters set for that test only)
 #   /share/tests/NAME              the test executables
 #   /share/tests/timeout           optional default per-test timeout (300 s)
-#   /share/results/                written here: modules.tap, NAME.tap, dmesg.txt
+#   /share/results/                written here: modules.tap, NAME.tap, dmesg.txt,
+#                                  dkms-*.log (dkms mode)
 set -euo pipefail
 
 share=/share
@@ -48,10 +52,14 @@ load_ours() {
 	insmod "$file"
 }
 
+# dkms mode: the package to install, and the MOK key we make for dkms to sign with.
+dkms_deb=$(find "$mods" -maxdepth 1 -name 'kvm-gmem-dkms_*.deb' | head -n 1)
+dkms_key_cn="kvm-gmem test dkms key"
+
 # load_vendor NAME (kvm_amd or kvm_intel)
 load_vendor() {
 	local name=$1 file=$mods/${1//_/-}.ko
-	if [[ -f "$mods/USE_STOCK" ]]; then
+	if [[ -f "$mods/USE_STOCK" || -n "$dkms_deb" ]]; then
 		modprobe "$name"
 	else
 		[[ -f "$file" ]] || { echo "$file is missing"; return 1; }
@@ -63,7 +71,103 @@ for m in kvm_amd kvm_intel kvm; do
 	[[ ! -d /sys/module/$m ]] || modprobe -r "$m" || true
 done
 
-if [[ -f "$mods/USE_STOCK" ]]; then
+# dkms_install DEB: install our package and check that dkms built, signed and
+# installed it for the running kernel, where modprobe prefers it; load kvm.
+dkms_install() {
+	local deb=$1 version kver=$(uname -r) t0 status file signer
+	version=$(dpkg-deb -f "$deb" Version)
+	note "modules: $(basename "$deb"), built by dkms in this guest for $kver"
+	# Our own MOK key: dkms signs with /var/lib/dkms/mok.{key,pub} when they exist.
+	openssl req -new -x509 -nodes -days 2 -subj "/CN=$dkms_key_cn" -newkey rsa:2048 \
+		-keyout /var/lib/dkms/mok.key -outform DER -out /var/lib/dkms/mok.pub 2>/dev/null ||
+		note "could not make a MOK key: the signer check will fail"
+	progress "dpkg -i $(basename "$deb"): dkms builds the modules now (slow under TCG)"
+	t0=$SECONDS
+	# On the console too: the serial log shows how far dkms got.
+	if DEBIAN_FRONTEND=noninteractive dpkg -i "$deb" 2>&1 | tee "$results/dkms-install.log"; then
+		tap_line ok "dpkg -i $(basename "$deb")"
+	else
+		tap_line "not ok" "dpkg -i $(basename "$deb") (see dkms-install.log)"
+	fi
+	echo "# time: dkms build + install (dpkg -i): $((SECONDS - t0)) s" >>"$tap"
+	progress "dpkg -i took $((SECONDS - t0)) s"
+	# The make log: kept by dkms after a build, left in the build dir on failure.
+	cp /var/lib/dkms/kvm-gmem/"$version"/"$kver"/*/log/make.log "$results/dkms-make.log" 2>/dev/null ||
+		cp /var/lib/dkms/kvm-gmem/"$version"/build/make.log "$results/dkms-make.log" 2>/dev/null || true
+
+	status=$(dkms status kvm-gmem 2>&1 || true)
+	note "dkms status: ${status:-(empty)}"
+	if grep -q "^kvm-gmem/$version, $kver, [^:]*: installed" <<<"$status"; then
+		tap_line ok "dkms status: kvm-gmem/$version installed for $kver"
+	else
+		tap_line "not ok" "dkms status: kvm-gmem/$version not installed for $kver"
+	fi
+	# depmod must resolve kvm to dkms's copy, not the in-tree one.
+	file=$(modinfo -F filename kvm 2>/dev/null || true)
+	if [[ "$file" == /lib/modules/$kver/updates/dkms/* ]]; then
+		tap_line ok "modprobe resolves kvm to $file"
+	else
+		tap_line "not ok" "modprobe resolves kvm to ${file:-nothing}, not updates/dkms/"
+	fi
+	signer=$(modinfo -F signer kvm 2>/dev/null || true)
+	if [[ "$signer" == "$dkms_key_cn" ]]; then
+		tap_line ok "kvm.ko is signed by the dkms MOK key ($signer)"
+	else
+		tap_line "not ok" "kvm.ko signer '${signer:-none}', expected '$dkms_key_cn'"
+	fi
+	if modprobe kvm; then tap_line ok "modprobe kvm"; else tap_line "not ok" "modprobe kvm"; fi
+	have=$(cat /sys/module/kvm/version 2>/dev/null || echo none)
+	if [[ "$have" == "$version" ]]; then
+		tap_line ok "loaded kvm is the package's (version $have)"
+	else
+		tap_line "not ok" "loaded kvm version $have, expected $version"
+	fi
+}
+
+# dkms_remove: purge the package, check dkms and the modules tree forget it
+# and that modprobe loads Debian's kvm again. TAP in dkms-remove.tap.
+dkms_remove() {
+	local kver=$(uname -r) status file left t0
+	tap=$results/dkms-remove.tap
+	n=0
+	: >"$tap"
+	for m in kvm_amd kvm_intel kvm; do
+		[[ ! -d /sys/module/$m ]] || modprobe -r "$m" || true
+	done
+	if [[ ! -d /sys/module/kvm ]]; then tap_line ok "kvm unloaded"; else tap_line "not ok" "kvm still loaded"; fi
+	t0=$SECONDS
+	if DEBIAN_FRONTEND=noninteractive dpkg --purge kvm-gmem-dkms >"$results/dkms-remove.log" 2>&1; then
+		tap_line ok "dpkg --purge kvm-gmem-dkms"
+	else
+		tap_line "not ok" "dpkg --purge kvm-gmem-dkms (see dkms-remove.log)"
+	fi
+	echo "# time: dkms remove (dpkg --purge): $((SECONDS - t0)) s" >>"$tap"
+	status=$(dkms status kvm-gmem 2>&1 || true)
+	if [[ -z "$status" ]]; then tap_line ok "dkms status: empty"; else tap_line "not ok" "dkms status after removal: $status"; fi
+	# dkms may have removed updates/ altogether.
+	left=$(find "/lib/modules/$kver/updates" -name 'kvm*' 2>/dev/null | xargs || true)
+	if [[ -z "$left" ]]; then tap_line ok "no kvm modules left in updates/"; else tap_line "not ok" "left in updates/: $left"; fi
+	file=$(modinfo -F filename kvm 2>/dev/null || true)
+	if [[ "$file" == /lib/modules/$kver/kernel/* ]]; then
+		tap_line ok "modprobe resolves kvm to the stock $file"
+	else
+		tap_line "not ok" "modprobe resolves kvm to ${file:-nothing}, not kernel/"
+	fi
+	if has_flag svm; then
+		if modprobe kvm_amd; then tap_line ok "modprobe kvm_amd (stock)"; else tap_line "not ok" "modprobe kvm_amd (stock)"; fi
+	elif modprobe kvm; then tap_line ok "modprobe kvm (stock)"; else tap_line "not ok" "modprobe kvm (stock)"; fi
+	# Debian's modules carry no MODULE_VERSION.
+	if [[ -d /sys/module/kvm && ! -f /sys/module/kvm/version ]]; then
+		tap_line ok "stock kvm loaded (no /sys/module/kvm/version)"
+	else
+		tap_line "not ok" "after removal kvm is $( [[ -d /sys/module/kvm ]] && echo "version $(cat /sys/module/kvm/version)" || echo "not loaded")"
+	fi
+	echo "1..$n" >>"$tap"
+}
+
+if [[ -n "$dkms_deb" ]]; then
+	dkms_install "$dkms_deb"
+elif [[ -f "$mods/USE_STOCK" ]]; then
 	note "modules: Debian stock ($(uname -r))"
 	if modprobe kvm; then tap_line ok "modprobe kvm (stock)"; else tap_line "not ok" "modprobe kvm (stock)"; fi
 elif [[ -f "$mods/kvm.ko" ]]; then
@@ -101,6 +205,12 @@ fi
 # TCG offers AMD SVM but never Intel VMX: only one vendor module can run.
 if has_flag svm; then
 	if load_vendor kvm_amd; then tap_line ok "load kvm_amd"; else tap_line "not ok" "load kvm_amd"; fi
+	if [[ -n "$dkms_deb" ]]; then
+		version=$(dpkg-deb -f "$dkms_deb" Version)
+		have=$(cat /sys/module/kvm_amd/version 2>/dev/null || echo none)
+		if [[ "$have" == "$version" ]]; then tap_line ok "loaded kvm_amd is the package's (version $have)"
+		else tap_line "not ok" "loaded kvm_amd version $have, expected $version"; fi
+	fi
 else
 	tap_line ok "load kvm_amd # SKIP no svm flag in the guest CPU"
 fi
@@ -171,6 +281,9 @@ while read -r name limit params; do
 	if ((fail)); then verdict=FAIL; elif ((pass)); then verdict=PASS; else verdict=SKIP; fi
 	progress "test $name: $verdict ($pass passed, $fail failed, $skip skipped; exit $rc, $((SECONDS - start))s)"
 done <"$share/tests/list"
+
+# dkms mode: the package goes again, and Debian's kvm must come back.
+[[ -z "$dkms_deb" ]] || dkms_remove
 
 dmesg >"$results/dmesg.txt"
 sync
