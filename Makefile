@@ -41,19 +41,25 @@ check-series:
 	@scripts/install-deps.sh build
 	@scripts/check-series.sh
 
-qemu-test: modules selftests
-	@scripts/install-deps.sh qemu
+# TIER=arm64 builds its own kernel and tests (KVM is built in): no x86 modules.
+X86_MODULES := $(if $(filter arm64,$(TIER)),,modules)
+X86_TESTS := $(if $(filter arm64,$(TIER)),,selftests)
+GUEST_DEPS := $(if $(filter arm64,$(TIER)),arm64,qemu)
+
+qemu-test: $(X86_MODULES) $(X86_TESTS)
+	@scripts/install-deps.sh $(GUEST_DEPS)
 	@qemu/test-tier.sh $(TIER)
 
-# A root shell in a guest with our modules loaded (TIER=stock|shim, MODULES=stock).
-qemu-shell: modules
-	@scripts/install-deps.sh qemu
+# A root shell in a guest with our modules loaded (TIER=stock|shim|arm64, MODULES=stock).
+qemu-shell: $(X86_MODULES)
+	@scripts/install-deps.sh $(GUEST_DEPS)
 	@TIER=$(TIER) qemu/shell.sh
 
 # Run your own static program in a guest: make qemu-run RUN=./prog ARGS='-v 3'
-qemu-run: modules
-	@scripts/install-deps.sh qemu
-	@test -n "$(RUN)" || { echo "usage: make qemu-run RUN=<static program> [ARGS='...'] [TIER=shim] [MODULES=stock]"; exit 2; }
+# (TIER=arm64: an aarch64 static program, e.g. built with aarch64-linux-gnu-gcc -static)
+qemu-run: $(X86_MODULES)
+	@scripts/install-deps.sh $(GUEST_DEPS)
+	@test -n "$(RUN)" || { echo "usage: make qemu-run RUN=<static program> [ARGS='...'] [TIER=shim|arm64] [MODULES=stock]"; exit 2; }
 	@TIER=$(TIER) qemu/run-program.sh $(RUN) $(ARGS)
 
 check:
