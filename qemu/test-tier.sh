@@ -68,8 +68,9 @@ dkms)
 	image=$("$here/dkms-image.sh")
 	args+=(--kernel "$kdir" --initrd "$initrd" --image "$image" --modules "$deb")
 	lists=("$top/tests/dkms-list")
-	# The in-guest compile under TCG takes most of it.
-	timeout=${QEMU_TIMEOUT:-3600}
+	# The in-guest compile under TCG takes most of it: ~40 min measured on
+	# a shared 2-core host; twice that means a hang.
+	timeout=${QEMU_TIMEOUT:-4800}
 	;;
 *)
 	die "unknown tier $tier (stock, debian, shim, arm64, dkms)"
