@@ -34,45 +34,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 
 #include <linux/falloc.h>
-#include <linux/kvm.h>
 
-#include "kselftest.h"
+#include "gmem_vcpu.h"
 
-/* The v7 series' capability, in case the headers predate it. */
-#ifndef KVM_CAP_GMEM_SHARED_MEM
-#define KVM_CAP_GMEM_SHARED_MEM 239
-#endif
-
-#define MEM_SIZE	0x10000		/* guest_memfd and memslot size */
-#define CODE_GPA	0x1000		/* guest code */
-#define DATA_GPA	0x2000		/* the page the guest checks */
-#define PARAM_GPA	0x3000		/* parameters in, answer out */
-#define DATA_LEN	0x1000
-#define IO_PORT		0x10
-#define MAX_EXITS	32		/* KVM_RUN exits allowed per round */
-#define CASE_TIMEOUT	120		/* seconds per case */
-
-/* Layout of the parameter/answer block at PARAM_GPA. */
-#define P_SEED		0	/* u8: expected byte at offset 0 */
-#define P_STEP		1	/* u8: added per byte */
-#define P_LEN		2	/* u16: bytes to check */
-#define A_STATUS	4	/* u8: STATUS_* */
-#define A_STOP		6	/* u16: address where the check stopped */
-#define A_ROUNDS	8	/* u16: rounds the guest has run */
-
-#define STATUS_MATCH	1
-#define STATUS_MISMATCH	2
+#define IO_PORT		0x10		/* the guest's OUT: one round done */
 
 /*
  * The guest, loaded at CODE_GPA, runs in real mode with all segment bases 0.
@@ -102,65 +71,6 @@ static const uint8_t guest_code[] = {
 	0xee,			/*         out  %al, (%dx)              */
 	0xeb, 0xd2,		/*         jmp  top                     */
 };
-
-struct vm {
-	int kvm, vm, vcpu, gmem;
-	struct kvm_run *run;
-	size_t run_size;
-	volatile uint8_t *mem;		/* host mapping of the guest_memfd */
-};
-
-static volatile sig_atomic_t timed_out;
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	timed_out = 1;
-}
-
-static void arm_timeout(void)
-{
-	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, NULL);
-	timed_out = 0;
-	alarm(CASE_TIMEOUT);
-}
-
-static int kvm_cap(int fd, long cap)
-{
-	int r = ioctl(fd, KVM_CHECK_EXTENSION, cap);
-
-	return r < 0 ? 0 : r;
-}
-
-static uint16_t get16(volatile uint8_t *p)
-{
-	return p[0] | p[1] << 8;
-}
-
-static void put16(volatile uint8_t *p, uint16_t v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-}
-
-static void vm_teardown(struct vm *vm)
-{
-	if (vm->run)
-		munmap(vm->run, vm->run_size);
-	if (vm->mem)
-		munmap((void *)vm->mem, MEM_SIZE);
-	if (vm->vcpu >= 0)
-		close(vm->vcpu);
-	if (vm->gmem >= 0)
-		close(vm->gmem);
-	if (vm->vm >= 0)
-		close(vm->vm);
-	if (vm->kvm >= 0)
-		close(vm->kvm);
-}
 
 /* Real mode, every segment at base 0 (linear address == GPA), rip at CODE_GPA. */
 static int vcpu_real_mode_at_code(int vcpu, char *why, size_t whylen)
@@ -291,21 +201,6 @@ static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
 static int vm_setup(struct vm *vm, char *why, size_t whylen)
 {
 	return vm_setup_as(vm, false, why, whylen);
-}
-
-/* Host side: fill the data page with seed + i * step through the mapping. */
-static void host_fill(struct vm *vm, uint8_t seed, uint8_t step)
-{
-	for (unsigned int i = 0; i < DATA_LEN; i++)
-		vm->mem[DATA_GPA + i] = (uint8_t)(seed + i * step);
-}
-
-static bool host_data_is_zero(struct vm *vm)
-{
-	for (unsigned int i = 0; i < DATA_LEN; i++)
-		if (vm->mem[DATA_GPA + i])
-			return false;
-	return true;
 }
 
 static const char *exit_name(unsigned int reason)
@@ -587,26 +482,6 @@ out:
 	return ret;
 }
 
-static sigjmp_buf sigbus_jmp;
-
-static void on_sigbus(int sig)
-{
-	(void)sig;
-	siglongjmp(sigbus_jmp, 1);
-}
-
-/* Read one byte of a mapping: the byte, or -1 when the read raised SIGBUS. */
-static int host_read(volatile uint8_t *p)
-{
-	struct sigaction sa = { .sa_handler = on_sigbus }, old;
-	int v;
-
-	sigaction(SIGBUS, &sa, &old);
-	v = sigsetjmp(sigbus_jmp, 1) ? -1 : *p;
-	sigaction(SIGBUS, &old, NULL);
-	return v;
-}
-
 /*
  * What the guest writes to its private memory, the host never sees. A default
  * VM with code in ordinary memory (GPA 0-0x1fff) and a private, mappable
@@ -707,10 +582,7 @@ out:
 	return ret;
 }
 
-static const struct {
-	const char *name;
-	int (*fn)(char *why, size_t whylen);
-} cases[] = {
+static const struct gmem_case cases[] = {
 	{ "guest_reads_host_pattern", guest_reads_host_pattern },
 	{ "punch_hole_seen_by_guest", punch_hole_seen_by_guest },
 	{ "default_vm_rejects_gmem_memslot", default_vm_rejects_gmem_memslot },
@@ -720,18 +592,5 @@ static const struct {
 
 int main(void)
 {
-	char why[512];
-
-	ksft_print_header();
-	ksft_set_plan(ARRAY_SIZE(cases));
-	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		int ret;
-
-		why[0] = 0;
-		arm_timeout();
-		ret = cases[i].fn(why, sizeof(why));
-		alarm(0);
-		ksft_test_result_code(ret, cases[i].name, why[0] ? "%s" : NULL, why);
-	}
-	ksft_finished();
+	run_cases(cases, ARRAY_SIZE(cases));
 }

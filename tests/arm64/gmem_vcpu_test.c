@@ -34,46 +34,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 
 #include <linux/falloc.h>
-#include <linux/kvm.h>
 
-#include "kselftest.h"
+#include "../gmem_vcpu.h"
 
-/* The v7 series' capability, in case the headers predate it. */
-#ifndef KVM_CAP_GMEM_SHARED_MEM
-#define KVM_CAP_GMEM_SHARED_MEM 239
-#endif
-
-#define MEM_SIZE	0x10000		/* guest_memfd and memslot size */
-#define CODE_GPA	0x1000		/* guest code */
-#define DATA_GPA	0x2000		/* the page the guest checks */
-#define PARAM_GPA	0x3000		/* parameters in, answer out */
 #define MMIO_GPA	0x20000		/* outside the memslot: an MMIO exit */
-#define DATA_LEN	0x1000
-#define MAX_EXITS	32		/* KVM_RUN exits allowed per round */
-#define CASE_TIMEOUT	120		/* seconds per case */
-
-/* Layout of the parameter/answer block at PARAM_GPA. */
-#define P_SEED		0	/* u8: expected byte at offset 0 */
-#define P_STEP		1	/* u8: added per byte */
-#define P_LEN		2	/* u16: bytes to check */
-#define A_STATUS	4	/* u8: STATUS_* */
-#define A_STOP		6	/* u16: address where the check stopped */
-#define A_ROUNDS	8	/* u16: rounds the guest has run */
-
-#define STATUS_MATCH	1
-#define STATUS_MISMATCH	2
 
 /*
  * The guest, loaded at CODE_GPA. Each round it checks DATA_LEN bytes against
@@ -106,68 +74,6 @@ static const uint32_t guest_code[] = {
 	0xb90000e5,	/*         str  w5, [x7]           MMIO     */
 	0x17ffffe9,	/*         b    top                         */
 };
-
-struct vm {
-	int kvm, vm, vcpu, gmem;
-	struct kvm_run *run;
-	size_t run_size;
-	volatile uint8_t *mem;		/* host mapping of the guest_memfd */
-	void *decoy;			/* case 3: what userspace_addr points at */
-};
-
-static volatile sig_atomic_t timed_out;
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	timed_out = 1;
-}
-
-static void arm_timeout(void)
-{
-	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, NULL);
-	timed_out = 0;
-	alarm(CASE_TIMEOUT);
-}
-
-static int kvm_cap(int fd, long cap)
-{
-	int r = ioctl(fd, KVM_CHECK_EXTENSION, cap);
-
-	return r < 0 ? 0 : r;
-}
-
-static uint16_t get16(volatile uint8_t *p)
-{
-	return p[0] | p[1] << 8;
-}
-
-static void put16(volatile uint8_t *p, uint16_t v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-}
-
-static void vm_teardown(struct vm *vm)
-{
-	if (vm->run)
-		munmap(vm->run, vm->run_size);
-	if (vm->mem)
-		munmap((void *)vm->mem, MEM_SIZE);
-	if (vm->decoy)
-		munmap(vm->decoy, MEM_SIZE);
-	if (vm->vcpu >= 0)
-		close(vm->vcpu);
-	if (vm->gmem >= 0)
-		close(vm->gmem);
-	if (vm->vm >= 0)
-		close(vm->vm);
-	if (vm->kvm >= 0)
-		close(vm->kvm);
-}
 
 static int set_core_reg(int vcpu, uint64_t offset, uint64_t value)
 {
@@ -244,14 +150,14 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 
 	if (how == SETUP_DECOY) {
 		/* Bytes the guest must never see: 0xa5 where the data is checked. */
-		vm->decoy = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
+		vm->other = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (vm->decoy == MAP_FAILED) {
-			vm->decoy = NULL;
+		if (vm->other == MAP_FAILED) {
+			vm->other = NULL;
 			snprintf(why, whylen, "mmap(anonymous): %s", strerror(errno));
 			return KSFT_FAIL;
 		}
-		memset(vm->decoy, 0xa5, MEM_SIZE);
+		memset(vm->other, 0xa5, MEM_SIZE);
 	}
 
 	region = (struct kvm_userspace_memory_region2){
@@ -259,7 +165,7 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 		.flags = KVM_MEM_GUEST_MEMFD,
 		.guest_phys_addr = 0,
 		.memory_size = MEM_SIZE,
-		.userspace_addr = (uintptr_t)(vm->decoy ? vm->decoy : mem),
+		.userspace_addr = (uintptr_t)(vm->other ? vm->other : mem),
 		.guest_memfd = vm->gmem,
 		.guest_memfd_offset = 0,
 	};
@@ -295,21 +201,6 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 		return KSFT_FAIL;
 	}
 	return KSFT_PASS;
-}
-
-/* Host side: fill the data page with seed + i * step through the mapping. */
-static void host_fill(struct vm *vm, uint8_t seed, uint8_t step)
-{
-	for (unsigned int i = 0; i < DATA_LEN; i++)
-		vm->mem[DATA_GPA + i] = (uint8_t)(seed + i * step);
-}
-
-static bool host_data_is_zero(struct vm *vm)
-{
-	for (unsigned int i = 0; i < DATA_LEN; i++)
-		if (vm->mem[DATA_GPA + i])
-			return false;
-	return true;
 }
 
 /*
@@ -391,15 +282,21 @@ static int check_pattern_and_flip(struct vm *vm, char *why, size_t whylen)
 	return KSFT_PASS;
 }
 
-static int case_guest_reads_host_pattern(char *why, size_t whylen)
+/* A VM set up @how, whose guest sees the host's pattern and a flipped byte. */
+static int pattern_case(enum setup how, char *why, size_t whylen)
 {
 	struct vm vm;
-	int r = vm_setup(&vm, SETUP_V7, why, whylen);
+	int r = vm_setup(&vm, how, why, whylen);
 
 	if (r == KSFT_PASS)
 		r = check_pattern_and_flip(&vm, why, whylen);
 	vm_teardown(&vm);
 	return r;
+}
+
+static int case_guest_reads_host_pattern(char *why, size_t whylen)
+{
+	return pattern_case(SETUP_V7, why, whylen);
 }
 
 static int case_punch_hole_seen_by_guest(char *why, size_t whylen)
@@ -459,7 +356,7 @@ static int case_memory_comes_from_gmem(char *why, size_t whylen)
 				 vm.mem[DATA_GPA] == 0x5a ? " (userspace_addr's instead?)" : "");
 		goto out;
 	}
-	if (((uint8_t *)vm.decoy)[DATA_GPA] != 0xa5) {
+	if (((uint8_t *)vm.other)[DATA_GPA] != 0xa5) {
 		snprintf(why, whylen, "the memory behind userspace_addr changed");
 		goto out;
 	}
@@ -471,28 +368,13 @@ out:
 
 static int case_mainline_flags(char *why, size_t whylen)
 {
-	struct vm vm;
-	int r = vm_setup(&vm, SETUP_MAINLINE, why, whylen);
-
-	if (r == KSFT_PASS)
-		r = check_pattern_and_flip(&vm, why, whylen);
-	vm_teardown(&vm);
-	return r;
-}
-
-static sigjmp_buf sigbus_jmp;
-
-static void on_sigbus(int sig)
-{
-	siglongjmp(sigbus_jmp, sig);
+	return pattern_case(SETUP_MAINLINE, why, whylen);
 }
 
 static int case_private_memory_hidden_from_host(char *why, size_t whylen)
 {
-	struct sigaction sa = { .sa_handler = on_sigbus }, old;
 	struct vm vm;
-	/* volatile: read after siglongjmp() */
-	volatile int r = vm_setup(&vm, SETUP_PRIVATE, why, whylen);
+	int r = vm_setup(&vm, SETUP_PRIVATE, why, whylen);
 
 	if (r != KSFT_PASS)
 		goto out;
@@ -501,23 +383,16 @@ static int case_private_memory_hidden_from_host(char *why, size_t whylen)
 		r = KSFT_SKIP;
 		goto out;
 	}
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, &old);
-	if (sigsetjmp(sigbus_jmp, 1) == 0) {
-		vm.mem[DATA_GPA] = 1;
-		snprintf(why, whylen, "the host wrote to private guest_memfd memory without SIGBUS");
+	if (host_read(vm.mem + DATA_GPA) != -1) {
+		snprintf(why, whylen, "the host read private guest_memfd memory without SIGBUS");
 		r = KSFT_FAIL;
 	}
-	sigaction(SIGBUS, &old, NULL);
 out:
 	vm_teardown(&vm);
 	return r;
 }
 
-static const struct {
-	const char *name;
-	int (*run)(char *why, size_t whylen);
-} cases[] = {
+static const struct gmem_case cases[] = {
 	{ "guest_reads_host_pattern", case_guest_reads_host_pattern },
 	{ "punch_hole_seen_by_guest", case_punch_hole_seen_by_guest },
 	{ "memory_comes_from_gmem", case_memory_comes_from_gmem },
@@ -527,23 +402,5 @@ static const struct {
 
 int main(void)
 {
-	unsigned int i;
-
-	ksft_print_header();
-	ksft_set_plan(sizeof(cases) / sizeof(cases[0]));
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char why[256] = "";
-		int r;
-
-		arm_timeout();
-		r = cases[i].run(why, sizeof(why));
-		alarm(0);
-		if (r == KSFT_PASS)
-			ksft_test_result_pass("%s\n", cases[i].name);
-		else if (r == KSFT_SKIP)
-			ksft_test_result_skip("%s: %s\n", cases[i].name, why);
-		else
-			ksft_test_result_fail("%s: %s\n", cases[i].name, why);
-	}
-	ksft_finished();
+	run_cases(cases, ARRAY_SIZE(cases));
 }

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The host side shared by gmem_vcpu_test.c (x86) and arm64/gmem_vcpu_test.c:
+ * the guest memory layout both guests follow, the VM handle, per-case
+ * timeouts, the data-page helpers, a SIGBUS-safe read and the TAP main loop.
+ * Each test brings its own guest code, vCPU setup and exit handling.
+ */
+#ifndef GMEM_VCPU_H
+#define GMEM_VCPU_H
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/kvm.h>
+
+#include "kselftest.h"
+
+/* The v7 series' capability, in case the headers predate it. */
+#ifndef KVM_CAP_GMEM_SHARED_MEM
+#define KVM_CAP_GMEM_SHARED_MEM 239
+#endif
+
+#define MEM_SIZE	0x10000		/* guest_memfd and memslot size */
+#define CODE_GPA	0x1000		/* guest code */
+#define DATA_GPA	0x2000		/* the page the guest checks */
+#define PARAM_GPA	0x3000		/* parameters in, answer out */
+#define DATA_LEN	0x1000
+#define MAX_EXITS	32		/* KVM_RUN exits allowed per round */
+#define CASE_TIMEOUT	120		/* seconds per case */
+
+/* Layout of the parameter/answer block at PARAM_GPA. */
+#define P_SEED		0	/* u8: expected byte at offset 0 */
+#define P_STEP		1	/* u8: added per byte */
+#define P_LEN		2	/* u16: bytes to check */
+#define A_STATUS	4	/* u8: STATUS_* */
+#define A_STOP		6	/* u16: address where the check stopped */
+#define A_ROUNDS	8	/* u16: rounds the guest has run */
+
+#define STATUS_MATCH	1
+#define STATUS_MISMATCH	2
+
+struct vm {
+	int kvm, vm, vcpu, gmem;
+	struct kvm_run *run;
+	size_t run_size;
+	volatile uint8_t *mem;		/* host mapping of the guest_memfd */
+	void *other;			/* other memory of the test's, MEM_SIZE */
+};
+
+static volatile sig_atomic_t timed_out;
+
+static inline void on_alarm(int sig)
+{
+	(void)sig;
+	timed_out = 1;
+}
+
+/* KVM_RUN returns EINTR once the case has run for CASE_TIMEOUT seconds. */
+static inline void arm_timeout(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	timed_out = 0;
+	alarm(CASE_TIMEOUT);
+}
+
+static inline int kvm_cap(int fd, long cap)
+{
+	int r = ioctl(fd, KVM_CHECK_EXTENSION, cap);
+
+	return r < 0 ? 0 : r;
+}
+
+static inline uint16_t get16(volatile uint8_t *p)
+{
+	return p[0] | p[1] << 8;
+}
+
+static inline void put16(volatile uint8_t *p, uint16_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+}
+
+static inline void vm_teardown(struct vm *vm)
+{
+	if (vm->run)
+		munmap(vm->run, vm->run_size);
+	if (vm->mem)
+		munmap((void *)vm->mem, MEM_SIZE);
+	if (vm->other)
+		munmap(vm->other, MEM_SIZE);
+	if (vm->vcpu >= 0)
+		close(vm->vcpu);
+	if (vm->gmem >= 0)
+		close(vm->gmem);
+	if (vm->vm >= 0)
+		close(vm->vm);
+	if (vm->kvm >= 0)
+		close(vm->kvm);
+}
+
+/* Host side: fill the data page with seed + i * step through the mapping. */
+static inline void host_fill(struct vm *vm, uint8_t seed, uint8_t step)
+{
+	for (unsigned int i = 0; i < DATA_LEN; i++)
+		vm->mem[DATA_GPA + i] = (uint8_t)(seed + i * step);
+}
+
+static inline bool host_data_is_zero(struct vm *vm)
+{
+	for (unsigned int i = 0; i < DATA_LEN; i++)
+		if (vm->mem[DATA_GPA + i])
+			return false;
+	return true;
+}
+
+static sigjmp_buf sigbus_jmp;
+
+static inline void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(sigbus_jmp, 1);
+}
+
+/* Read one byte of a mapping: the byte, or -1 when the read raised SIGBUS. */
+static inline int host_read(volatile uint8_t *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int v;
+
+	sigaction(SIGBUS, &sa, &old);
+	v = sigsetjmp(sigbus_jmp, 1) ? -1 : *p;
+	sigaction(SIGBUS, &old, NULL);
+	return v;
+}
+
+/* One TAP case: returns a KSFT_* code; @why says what failed or why it skips. */
+struct gmem_case {
+	const char *name;
+	int (*fn)(char *why, size_t whylen);
+};
+
+/* Run @n cases, each under its own timeout, as TAP. */
+static inline void run_cases(const struct gmem_case *cases, size_t n)
+{
+	char why[512];
+
+	ksft_print_header();
+	ksft_set_plan(n);
+	for (size_t i = 0; i < n; i++) {
+		int ret;
+
+		why[0] = 0;
+		arm_timeout();
+		ret = cases[i].fn(why, sizeof(why));
+		alarm(0);
+		ksft_test_result_code(ret, cases[i].name, why[0] ? "%s" : NULL, why);
+	}
+	ksft_finished();
+}
+
+#endif /* GMEM_VCPU_H */
