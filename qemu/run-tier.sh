@@ -83,14 +83,14 @@ auto)
 none) initrd= ;;
 *) [[ -f "$initrd" ]] || die "no initramfs at $initrd" ;;
 esac
-if [[ -z "$image" ]]; then
+if [[ "$arch" == arm64 ]]; then
+	image=none	# no disk: the initramfs is the root
+elif [[ -z "$image" ]]; then
 	image=$("$here/rootfs.sh")
 else
 	[[ -f "$image" ]] || die "no root image at $image"
 fi
 
-# The arm64 guest has no disk: its initramfs is the root.
-[[ "$arch" != arm64 ]] || image=none
 # --- The share: what the guest sees as /share ------------------------------
 share="$repo/build/share/$tier"
 rm -rf "$share"

@@ -198,12 +198,16 @@ fi
 
 if [[ -f /sys/module/kvm/version ]]; then
 	note "kvm module version: $(cat /sys/module/kvm/version)"
+elif [[ -f "$mods/BUILTIN" ]]; then
+	:	# built in: no module, no version
 else
 	note "kvm module version: none (/sys/module/kvm/version absent: the loaded kvm has no MODULE_VERSION; Debian's never do)"
 fi
 
 # TCG offers AMD SVM but never Intel VMX: only one vendor module can run.
-if has_flag svm; then
+if [[ -f "$mods/BUILTIN" ]]; then
+	:	# no vendor modules to load
+elif has_flag svm; then
 	if load_vendor kvm_amd; then tap_line ok "load kvm_amd"; else tap_line "not ok" "load kvm_amd"; fi
 	if [[ -n "$dkms_deb" ]]; then
 		version=$(dpkg-deb -f "$dkms_deb" Version)
