@@ -74,7 +74,8 @@ done
 # dkms_install DEB: install our package and check that dkms built, signed and
 # installed it for the running kernel, where modprobe prefers it; load kvm.
 dkms_install() {
-	local deb=$1 version kver=$(uname -r) t0 status file signer
+	local deb=$1 version kver t0 status file signer
+	kver=$(uname -r)
 	version=$(dpkg-deb -f "$deb" Version)
 	note "modules: $(basename "$deb"), built by dkms in this guest for $kver"
 	# Our own MOK key: dkms signs with /var/lib/dkms/mok.{key,pub} when they exist.
@@ -127,7 +128,8 @@ dkms_install() {
 # dkms_remove: purge the package, check dkms and the modules tree forget it
 # and that modprobe loads Debian's kvm again. TAP in dkms-remove.tap.
 dkms_remove() {
-	local kver=$(uname -r) status file left t0
+	local kver status file left t0
+	kver=$(uname -r)
 	tap=$results/dkms-remove.tap
 	n=0
 	: >"$tap"
@@ -145,7 +147,8 @@ dkms_remove() {
 	status=$(dkms status kvm-gmem 2>&1 || true)
 	if [[ -z "$status" ]]; then tap_line ok "dkms status: empty"; else tap_line "not ok" "dkms status after removal: $status"; fi
 	# dkms may have removed updates/ altogether.
-	left=$(find "/lib/modules/$kver/updates" -name 'kvm*' 2>/dev/null | xargs || true)
+	left=$(find "/lib/modules/$kver/updates" -name 'kvm*' 2>/dev/null || true)
+	left=${left//$'\n'/ }
 	if [[ -z "$left" ]]; then tap_line ok "no kvm modules left in updates/"; else tap_line "not ok" "left in updates/: $left"; fi
 	file=$(modinfo -F filename kvm 2>/dev/null || true)
 	if [[ "$file" == /lib/modules/$kver/kernel/* ]]; then
