@@ -3,9 +3,10 @@
 # tree's checkpatch.pl --strict, and what it touches builds with the patches
 # up to it. Works in build/check-series/.
 #   src/series         the KVM modules (and the selftests, for tools/ patches)
-#   src/mm-shim/series checkpatch and zero fuzz (its kernel: the shim tier)
-#   src/arm64/series   on top of both, in a full tree: arch/arm64/kvm/ (which
-#                      holds virt/kvm too) cross-builds after each patch
+#   src/mm-shim/series in a full tree: the C files each patch touches build
+#                      (cross, arm64 config); the whole kernel: the shim tier
+#   src/arm64/series   on top of both: arch/arm64/kvm/ (which holds virt/kvm
+#                      too) cross-builds after each patch
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -48,11 +49,33 @@ apply() {
 		{ cat "$work/patch.log"; die "does not apply with zero fuzz: ${2#$top/}"; }
 }
 
-# A full tree with the mm-shim and the KVM series: what the arm64 kernel gets.
+# A full tree with the mm-shim and the KVM series, then the arm64 series:
+# what the arm64 kernel gets. Cross-built with the arm64 kernel's config, in
+# the same src/ and build/ layout as its cache dir, so ccache hits what
+# build-kernel.sh arm64 compiled.
 arm64="$work/arm64"
 rm -rf "$arm64"
 mkdir -p "$arm64"
 cp -al "$tree" "$arm64/src"
+export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_BASEDIR="$arm64"
+cross=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="ccache aarch64-linux-gnu-gcc")
+need_tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
+cat "$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config" > "$arm64/fragments.config"
+
+# build_arm64 PATCH TARGET...: configure (a patch may change what Kconfig
+# offers or selects) and build TARGETs in the arm64 tree.
+build_arm64() {
+	local p=$1
+	shift
+	{ make -s -C "$arm64/src" O="$arm64/build" "${cross[@]}" \
+		KCONFIG_ALLCONFIG="$arm64/fragments.config" allnoconfig &&
+	  make -C "$arm64/src" O="$arm64/build" "${cross[@]}" -j"$(nproc)" "$@"; } \
+		> "$work/arm64-build.log" 2>&1 ||
+		{ tail -40 "$work/arm64-build.log"; die "$* does not build after ${p#$top/} (log: $work/arm64-build.log)"; }
+}
+
+# mm-shim: the objects of the C files each patch touches. The whole kernel
+# with all of them is built by the shim tier (x86) and build-kernel.sh arm64.
 mapfile -t shim < <(grep -v '^#' "$top/src/mm-shim/series" | grep . | sed "s|^|$top/src/mm-shim/|")
 n=0
 for p in "${shim[@]}"; do
@@ -60,27 +83,19 @@ for p in "${shim[@]}"; do
 	step "mm-shim [$n/${#shim[@]}] ${p#$top/src/}"
 	checkpatch "$p"
 	apply "$arm64/src" "$p"
+	mapfile -t objs < <(sed -n 's|^+++ b/\(.*\)\.c$|\1.o|p' "$p")
+	((${#objs[@]} == 0)) || build_arm64 "$p" "${objs[@]}"
 done
 for p in "${patches[@]}"; do apply "$arm64/src" "$top/src/$p"; done
 
-# Same paths below $arm64 as the cached arm64 kernel below its dir
-# (src/, build/), so ccache hits what build-kernel.sh arm64 compiled.
-export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_BASEDIR="$arm64"
-cross=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="ccache aarch64-linux-gnu-gcc")
-need_tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
+# arm64: arch/arm64/kvm/, which holds virt/kvm too.
 mapfile -t a64 < <(grep -v '^#' "$top/src/arm64/series" | grep . | sed "s|^|$top/src/arm64/|")
-cat "$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config" > "$arm64/fragments.config"
 n=0
 for p in "${a64[@]}"; do
 	n=$((n + 1))
 	step "arm64 [$n/${#a64[@]}] ${p#$top/src/}"
 	checkpatch "$p"
 	apply "$arm64/src" "$p"
-	# The config again: a patch may change what Kconfig selects.
-	make -s -C "$arm64/src" O="$arm64/build" "${cross[@]}" \
-		KCONFIG_ALLCONFIG="$arm64/fragments.config" allnoconfig > "$work/arm64-build.log" 2>&1 &&
-	make -C "$arm64/src" O="$arm64/build" "${cross[@]}" -j"$(nproc)" arch/arm64/kvm/ \
-		>> "$work/arm64-build.log" 2>&1 ||
-		{ tail -40 "$work/arm64-build.log"; die "arch/arm64/kvm does not build after ${p#$top/} (log: $work/arm64-build.log)"; }
+	build_arm64 "$p" arch/arm64/kvm/
 done
-step "mm-shim and arm64 series OK: ${#shim[@]} + ${#a64[@]} patches apply with zero fuzz and pass checkpatch --strict; arm64 KVM builds after each"
+step "mm-shim and arm64 series OK: ${#shim[@]} + ${#a64[@]} patches apply with zero fuzz, pass checkpatch --strict and build one by one"
