@@ -8,11 +8,14 @@
 #ifndef GMEM_VCPU_H
 #define GMEM_VCPU_H
 
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -106,6 +109,35 @@ static inline void vm_teardown(struct vm *vm)
 		close(vm->vm);
 	if (vm->kvm >= 0)
 		close(vm->kvm);
+}
+
+/*
+ * Create a VM of @type and its MEM_SIZE guest_memfd with @flags, and map the
+ * guest_memfd into vm->mem. Returns a KSFT_* code; @why says what failed.
+ */
+static inline int vm_create_with_gmem(struct vm *vm, unsigned long type, uint64_t flags,
+				      char *why, size_t whylen)
+{
+	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE, .flags = flags };
+	void *mem;
+
+	vm->vm = ioctl(vm->kvm, KVM_CREATE_VM, type);
+	if (vm->vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(%lu): %s", type, strerror(errno));
+		return KSFT_FAIL;
+	}
+	vm->gmem = ioctl(vm->vm, KVM_CREATE_GUEST_MEMFD, &gm);
+	if (vm->gmem < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, vm->gmem, 0);
+	if (mem == MAP_FAILED) {
+		snprintf(why, whylen, "mmap(guest_memfd): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	vm->mem = mem;
+	return KSFT_PASS;
 }
 
 /* Host side: fill the data page with seed + i * step through the mapping. */

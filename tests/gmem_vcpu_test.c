@@ -115,7 +115,7 @@ static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
 	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE };
 	unsigned long type = default_vm ? 0 : KVM_X86_SW_PROTECTED_VM;
 	struct kvm_userspace_memory_region2 region;
-	void *mem;
+	int r;
 	int types;
 
 	*vm = (struct vm){ .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
@@ -145,22 +145,9 @@ static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
 		return KSFT_SKIP;
 	}
 
-	vm->vm = ioctl(vm->kvm, KVM_CREATE_VM, type);
-	if (vm->vm < 0) {
-		snprintf(why, whylen, "KVM_CREATE_VM(%lu): %s", type, strerror(errno));
-		return KSFT_FAIL;
-	}
-	vm->gmem = ioctl(vm->vm, KVM_CREATE_GUEST_MEMFD, &gm);
-	if (vm->gmem < 0) {
-		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD: %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, vm->gmem, 0);
-	if (mem == MAP_FAILED) {
-		snprintf(why, whylen, "mmap(guest_memfd): %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	vm->mem = mem;
+	r = vm_create_with_gmem(vm, type, gm.flags, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
 
 	/*
 	 * In-place: the memslot's userspace_addr is the guest_memfd mapping,
@@ -171,7 +158,7 @@ static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
 		.flags = KVM_MEM_GUEST_MEMFD,
 		.guest_phys_addr = 0,
 		.memory_size = MEM_SIZE,
-		.userspace_addr = default_vm ? 0 : (uintptr_t)mem,
+		.userspace_addr = default_vm ? 0 : (uintptr_t)vm->mem,
 		.guest_memfd = vm->gmem,
 		.guest_memfd_offset = 0,
 	};

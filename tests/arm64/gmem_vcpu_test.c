@@ -104,7 +104,7 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE };
 	struct kvm_userspace_memory_region2 region;
 	struct kvm_vcpu_init init;
-	void *mem;
+	int r;
 
 	*vm = (struct vm){ .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
 
@@ -131,22 +131,9 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 		return KSFT_SKIP;
 	}
 
-	vm->vm = ioctl(vm->kvm, KVM_CREATE_VM, 0);
-	if (vm->vm < 0) {
-		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	vm->gmem = ioctl(vm->vm, KVM_CREATE_GUEST_MEMFD, &gm);
-	if (vm->gmem < 0) {
-		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD: %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, vm->gmem, 0);
-	if (mem == MAP_FAILED) {
-		snprintf(why, whylen, "mmap(guest_memfd): %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	vm->mem = mem;
+	r = vm_create_with_gmem(vm, 0, gm.flags, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
 
 	if (how == SETUP_DECOY) {
 		/* Bytes the guest must never see: 0xa5 where the data is checked. */
@@ -165,7 +152,7 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 		.flags = KVM_MEM_GUEST_MEMFD,
 		.guest_phys_addr = 0,
 		.memory_size = MEM_SIZE,
-		.userspace_addr = (uintptr_t)(vm->other ? vm->other : mem),
+		.userspace_addr = (uintptr_t)(vm->other ? vm->other : (void *)vm->mem),
 		.guest_memfd = vm->gmem,
 		.guest_memfd_offset = 0,
 	};
