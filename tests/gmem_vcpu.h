@@ -2,13 +2,15 @@
 /*
  * The host side shared by gmem_vcpu_test.c (x86) and arm64/gmem_vcpu_test.c:
  * the guest memory layout both guests follow, the VM handle, per-case
- * timeouts, the data-page helpers, a SIGBUS-safe read and the TAP main loop.
- * Each test brings its own guest code, vCPU setup and exit handling.
+ * timeouts, the data-page helpers, the checked guest round and the punch-hole
+ * case built on it, a SIGBUS-safe read and the TAP main loop. Each test
+ * brings its own guest code, vCPU setup and exit handling (guest_round()).
  */
 #ifndef GMEM_VCPU_H
 #define GMEM_VCPU_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -20,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <linux/falloc.h>
 #include <linux/kvm.h>
 
 #include "kselftest.h"
@@ -153,6 +156,72 @@ static inline bool host_data_is_zero(struct vm *vm)
 		if (vm->mem[DATA_GPA + i])
 			return false;
 	return true;
+}
+
+/*
+ * One guest round, defined by each test for its guest: set the parameters,
+ * run until the guest reports, return its status (STATUS_*) or -1 with @why.
+ */
+static int guest_round(struct vm *vm, uint8_t seed, uint8_t step, char *why, size_t whylen);
+
+/*
+ * Run a round and check what the guest reported through the mapping:
+ * @want status, the address it stopped at and its round counter.
+ */
+static inline bool expect_round(struct vm *vm, uint8_t seed, uint8_t step, int want,
+			 uint16_t want_stop, uint16_t want_rounds, char *why, size_t whylen)
+{
+	volatile uint8_t *p = vm->mem + PARAM_GPA;
+	int status;
+
+	status = guest_round(vm, seed, step, why, whylen);
+	if (status < 0)
+		return false;
+	if (status != want || p[A_STATUS] != want) {
+		snprintf(why, whylen, "round %u (seed %#x step %u): guest reported %d (in memory %d), want %d, stopped at %#x",
+			 want_rounds, seed, step, status, p[A_STATUS], want, get16(p + A_STOP));
+		return false;
+	}
+	if (get16(p + A_STOP) != want_stop || get16(p + A_ROUNDS) != want_rounds) {
+		snprintf(why, whylen, "round %u: guest stopped at %#x (want %#x), rounds %u (want %u)",
+			 want_rounds, get16(p + A_STOP), want_stop, get16(p + A_ROUNDS), want_rounds);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * On a fresh VM: the guest maps the data page with the host's pattern; after
+ * a punch hole the host and then the guest read zeroes; a new host pattern is
+ * what the guest sees next, not the old one.
+ */
+static inline int check_punch_hole(struct vm *vm, char *why, size_t whylen)
+{
+	host_fill(vm, 0x11, 1);
+	if (!expect_round(vm, 0x11, 1, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
+		return KSFT_FAIL;
+
+	if (fallocate(vm->gmem, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, DATA_GPA, DATA_LEN)) {
+		snprintf(why, whylen, "punch hole: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	if (!host_data_is_zero(vm)) {
+		snprintf(why, whylen, "host does not read zeroes after the punch");
+		return KSFT_FAIL;
+	}
+	if (!expect_round(vm, 0, 0, STATUS_MATCH, DATA_GPA + DATA_LEN, 2, why, whylen))
+		return KSFT_FAIL;
+	if (!host_data_is_zero(vm)) {
+		snprintf(why, whylen, "host does not read zeroes after the guest did");
+		return KSFT_FAIL;
+	}
+
+	host_fill(vm, 0x5a, 3);
+	if (!expect_round(vm, 0x5a, 3, STATUS_MATCH, DATA_GPA + DATA_LEN, 3, why, whylen))
+		return KSFT_FAIL;
+	if (!expect_round(vm, 0x11, 1, STATUS_MISMATCH, DATA_GPA, 4, why, whylen))
+		return KSFT_FAIL;
+	return KSFT_PASS;
 }
 
 static sigjmp_buf sigbus_jmp;

@@ -268,32 +268,6 @@ static int guest_round(struct vm *vm, uint8_t seed, uint8_t step, char *why, siz
 	return -1;
 }
 
-/*
- * Run a round and check what the guest reported through the mapping:
- * @want status, the address it stopped at and its round counter.
- */
-static bool expect_round(struct vm *vm, uint8_t seed, uint8_t step, int want,
-			 uint16_t want_stop, uint16_t want_rounds, char *why, size_t whylen)
-{
-	volatile uint8_t *p = vm->mem + PARAM_GPA;
-	int status;
-
-	status = guest_round(vm, seed, step, why, whylen);
-	if (status < 0)
-		return false;
-	if (status != want || p[A_STATUS] != want) {
-		snprintf(why, whylen, "round %u (seed %#x step %u): guest reported %d (in memory %d), want %d, stopped at %#x",
-			 want_rounds, seed, step, status, p[A_STATUS], want, get16(p + A_STOP));
-		return false;
-	}
-	if (get16(p + A_STOP) != want_stop || get16(p + A_ROUNDS) != want_rounds) {
-		snprintf(why, whylen, "round %u: guest stopped at %#x (want %#x), rounds %u (want %u)",
-			 want_rounds, get16(p + A_STOP), want_stop, get16(p + A_ROUNDS), want_rounds);
-		return false;
-	}
-	return true;
-}
-
 static int reads_host_pattern(bool default_vm, char *why, size_t whylen)
 {
 	volatile uint8_t *again;
@@ -352,42 +326,10 @@ static int default_vm_gmem_only_in_place(char *why, size_t whylen)
 static int punch_hole_seen_by_guest(char *why, size_t whylen)
 {
 	struct vm vm;
-	int ret;
+	int ret = vm_setup(&vm, why, whylen);
 
-	ret = vm_setup(&vm, why, whylen);
-	if (ret != KSFT_PASS)
-		goto out;
-	ret = KSFT_FAIL;
-
-	/* The guest maps the page with the host's pattern. */
-	host_fill(&vm, 0x11, 1);
-	if (!expect_round(&vm, 0x11, 1, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
-		goto out;
-
-	/* Punch it out: the host and then the guest read zeroes. */
-	if (fallocate(vm.gmem, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, DATA_GPA, DATA_LEN)) {
-		snprintf(why, whylen, "punch hole: %s", strerror(errno));
-		goto out;
-	}
-	if (!host_data_is_zero(&vm)) {
-		snprintf(why, whylen, "host does not read zeroes after the punch");
-		goto out;
-	}
-	if (!expect_round(&vm, 0, 0, STATUS_MATCH, DATA_GPA + DATA_LEN, 2, why, whylen))
-		goto out;
-	if (!host_data_is_zero(&vm)) {
-		snprintf(why, whylen, "host does not read zeroes after the guest did");
-		goto out;
-	}
-
-	/* A new host pattern is what the guest sees now, not the old one. */
-	host_fill(&vm, 0x5a, 3);
-	if (!expect_round(&vm, 0x5a, 3, STATUS_MATCH, DATA_GPA + DATA_LEN, 3, why, whylen))
-		goto out;
-	if (!expect_round(&vm, 0x11, 1, STATUS_MISMATCH, DATA_GPA, 4, why, whylen))
-		goto out;
-	ret = KSFT_PASS;
-out:
+	if (ret == KSFT_PASS)
+		ret = check_punch_hole(&vm, why, whylen);
 	vm_teardown(&vm);
 	return ret;
 }

@@ -245,27 +245,13 @@ static int guest_round(struct vm *vm, uint8_t seed, uint8_t step, char *why, siz
 /* Guest sees the pattern, then notices one flipped byte at its offset. */
 static int check_pattern_and_flip(struct vm *vm, char *why, size_t whylen)
 {
-	uint16_t stop;
-	int st;
-
 	host_fill(vm, 0x11, 3);
-	st = guest_round(vm, 0x11, 3, why, whylen);
-	if (st != STATUS_MATCH) {
-		if (st > 0)
-			snprintf(why, whylen, "guest saw a mismatch at %#x in the host's pattern",
-				 get16(vm->mem + PARAM_GPA + A_STOP));
+	if (!expect_round(vm, 0x11, 3, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
 		return KSFT_FAIL;
-	}
 
 	vm->mem[DATA_GPA + 0x123] ^= 0xff;
-	st = guest_round(vm, 0x11, 3, why, whylen);
-	stop = get16(vm->mem + PARAM_GPA + A_STOP);
-	if (st != STATUS_MISMATCH || stop != DATA_GPA + 0x123) {
-		if (st > 0)
-			snprintf(why, whylen, "after flipping byte %#x the guest reported status %d at %#x",
-				 DATA_GPA + 0x123, st, stop);
+	if (!expect_round(vm, 0x11, 3, STATUS_MISMATCH, DATA_GPA + 0x123, 2, why, whylen))
 		return KSFT_FAIL;
-	}
 	return KSFT_PASS;
 }
 
@@ -290,38 +276,9 @@ static int case_punch_hole_seen_by_guest(char *why, size_t whylen)
 {
 	struct vm vm;
 	int r = vm_setup(&vm, SETUP_V7, why, whylen);
-	int st;
 
-	if (r != KSFT_PASS)
-		goto out;
-	r = KSFT_FAIL;
-	host_fill(&vm, 0x40, 1);
-	if (guest_round(&vm, 0x40, 1, why, whylen) != STATUS_MATCH)
-		goto out;
-	if (fallocate(vm.gmem, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, DATA_GPA, DATA_LEN)) {
-		snprintf(why, whylen, "PUNCH_HOLE: %s", strerror(errno));
-		goto out;
-	}
-	if (!host_data_is_zero(&vm)) {
-		snprintf(why, whylen, "the host still sees data in the punched page");
-		goto out;
-	}
-	st = guest_round(&vm, 0, 0, why, whylen);
-	if (st != STATUS_MATCH) {
-		if (st > 0)
-			snprintf(why, whylen, "the guest saw non-zero bytes in the punched page (at %#x)",
-				 get16(vm.mem + PARAM_GPA + A_STOP));
-		goto out;
-	}
-	host_fill(&vm, 0x99, 7);
-	st = guest_round(&vm, 0x99, 7, why, whylen);
-	if (st != STATUS_MATCH) {
-		if (st > 0)
-			snprintf(why, whylen, "the guest did not see the host's new pattern");
-		goto out;
-	}
-	r = KSFT_PASS;
-out:
+	if (r == KSFT_PASS)
+		r = check_punch_hole(&vm, why, whylen);
 	vm_teardown(&vm);
 	return r;
 }
@@ -330,19 +287,13 @@ static int case_memory_comes_from_gmem(char *why, size_t whylen)
 {
 	struct vm vm;
 	int r = vm_setup(&vm, SETUP_DECOY, why, whylen);
-	int st;
 
 	if (r != KSFT_PASS)
 		goto out;
 	r = KSFT_FAIL;
 	host_fill(&vm, 0x5a, 0);
-	st = guest_round(&vm, 0x5a, 0, why, whylen);
-	if (st != STATUS_MATCH) {
-		if (st > 0)
-			snprintf(why, whylen, "the guest did not see the guest_memfd's bytes%s",
-				 vm.mem[DATA_GPA] == 0x5a ? " (userspace_addr's instead?)" : "");
+	if (!expect_round(&vm, 0x5a, 0, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
 		goto out;
-	}
 	if (((uint8_t *)vm.other)[DATA_GPA] != 0xa5) {
 		snprintf(why, whylen, "the memory behind userspace_addr changed");
 		goto out;
