@@ -17,11 +17,6 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 target=${1:-shim}
 tree=$("$top/scripts/tree.sh")
 
-# series_files DIR: the patches DIR/series lists, as paths.
-series_files() {
-	grep -v '^#' "$1/series" | grep . | sed "s|^|$1/|"
-}
-
 mapfile -t patches < <(series_files "$top/src/mm-shim")
 case "$target" in
 shim)

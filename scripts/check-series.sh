@@ -76,7 +76,7 @@ build_arm64() {
 
 # mm-shim: the objects of the C files each patch touches. The whole kernel
 # with all of them is built by the shim tier (x86) and build-kernel.sh arm64.
-mapfile -t shim < <(grep -v '^#' "$top/src/mm-shim/series" | grep . | sed "s|^|$top/src/mm-shim/|")
+mapfile -t shim < <(series_files "$top/src/mm-shim")
 n=0
 for p in "${shim[@]}"; do
 	n=$((n + 1))
@@ -89,7 +89,7 @@ done
 for p in "${patches[@]}"; do apply "$arm64/src" "$top/src/$p"; done
 
 # arm64: arch/arm64/kvm/, which holds virt/kvm too.
-mapfile -t a64 < <(grep -v '^#' "$top/src/arm64/series" | grep . | sed "s|^|$top/src/arm64/|")
+mapfile -t a64 < <(series_files "$top/src/arm64")
 n=0
 for p in "${a64[@]}"; do
 	n=$((n + 1))

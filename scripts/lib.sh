@@ -66,3 +66,8 @@ prune_old() {
 		[[ "$p" == "$keep" || ! -e "$p" ]] || rm -rf --one-file-system "$p"
 	done
 }
+
+# series_files DIR: the patches DIR/series lists, in order, as paths.
+series_files() {
+	grep -v '^#' "$1/series" | grep . | sed "s|^|$1/|"
+}
