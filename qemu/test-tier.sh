@@ -4,6 +4,7 @@
 #   test-tier.sh debian   Debian's generic kernel with Debian's own modules
 #                         (the baseline our modules are compared against)
 #   test-tier.sh shim     our debug kernel with the mm-shim, with our modules
+#   test-tier.sh arm64    our arm64 debug kernel, KVM built in (qemu-system-aarch64)
 #   test-tier.sh dkms     Debian's kernel, headers and source installed in the
 #                         image; our .deb installed there, dkms builds (slow)
 # Results: build/results/<tier>/. Further arguments go to run-tier.sh and
@@ -13,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$top/scripts/lib.sh"
 
-tier=${1:?usage: $0 stock|debian|shim|dkms [run-tier.sh arguments]}
+tier=${1:?usage: $0 stock|debian|shim|arm64|dkms [run-tier.sh arguments]}
 shift
 results="$top/build/results/$tier"
 stage="$top/build/stage/$tier"
@@ -34,14 +35,14 @@ stock|debian)
 	args+=(--kernel stock)
 	;;
 arm64)
-	# Our arm64 kernel, KVM built in, under qemu-system-aarch64; the tests
-	# are cross-built for it with their own list (tests/arm64-list).
+	# The tests are cross-built for the arm64 kernel and staged there with
+	# their list (tests/arm64-list) by build-tests-arm64.sh.
 	kdir=$("$top/scripts/build-kernel.sh" arm64)
 	"$top/scripts/build-tests-arm64.sh" "$kdir" > "$top/build/tests-arm64.log" 2>&1 ||
 		die "the arm64 tests do not build: see build/tests-arm64.log"
-	step "tier arm64: booting"
-	exec "$here/run-tier.sh" "${args[@]}" --kernel "$kdir" --modules builtin \
-		--tests "$top/build/tests-arm64" --timeout "${QEMU_TIMEOUT:-900}" "$@"
+	args+=(--kernel "$kdir" --modules builtin)
+	stage="$top/build/tests-arm64"
+	lists=()
 	;;
 shim)
 	kdir=$("$top/scripts/build-kernel.sh")
@@ -80,9 +81,9 @@ esac
 # The Debian kernel tiers also run the tree's selftests of the regression
 # comparison (tests/regression-list), before our tests: the last of ours
 # reloads the modules.
-if [ "$tier" != shim ] && [ "$tier" != dkms ] && [ -f "$top/tests/regression-list" ]; then
+if { [ "$tier" = stock ] || [ "$tier" = debian ]; } && [ -f "$top/tests/regression-list" ]; then
 	lists=("$top/tests/regression-list" "${lists[@]}")
 fi
-"$top/scripts/stage-tests.sh" "$stage" "${lists[@]}"
+[ ${#lists[@]} -eq 0 ] || "$top/scripts/stage-tests.sh" "$stage" "${lists[@]}"
 step "tier $tier: booting"
 exec "$here/run-tier.sh" "${args[@]}" --tests "$stage" --timeout "$timeout" "$@"
