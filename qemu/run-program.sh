@@ -36,7 +36,7 @@ cp "$prog" "$stage/program.bin"
 chmod +x "$stage/program"
 echo "program ${RUN_TIMEOUT:-600}" > "$stage/list"
 
-extra=(--tier run --results "$results" --tests "$stage")
+extra=(--tier run --results "$results" --tests "$stage" --expect "")
 [ "${MODULES:-ours}" = stock ] && extra+=(--modules stock)
 rc=0
 "$here/test-tier.sh" "${TIER:-stock}" "${extra[@]}" > "$results/run-tier.log" 2>&1 &

@@ -20,9 +20,14 @@
 #   --initrd   initramfs: built for the kernel (auto, default), none, or a file
 #   --append   extra kernel command line arguments
 #   --image    root image (default: qemu/rootfs.sh; the dkms tier's has more)
+#   --expect   expected results (tests/expect/<tier>, see qemu/judge-expected.sh):
+#              the tier passes only if its TAP shows exactly what the file
+#              demands; without it, any "not ok" or missing result fails
 #   --shell    after loading the modules, a root shell on this terminal
 #              (ends with "poweroff", "exit" or Ctrl-A X); tests still run after
-# Exit status: 0 all passed; 1 a test failed or the kernel log shows an error;
+# Any run also fails on an error line in the guest's kernel log, or a kernel
+# tainted W, D, B or L at the end of the run (tainted.txt).
+# Exit status: 0 all passed; 1 a test or expectation failed or the kernel log shows an error;
 # 124 the guest timed out; 125 the guest crashed; 2 usage error.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +38,7 @@ repo=$(cd "$here/.." && pwd)
 # usage: print the comment block at the top of this file.
 usage() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0" >&2; exit 2; }
 
-tier='' kernel=stock modules='' tests='' results='' timeout=600 initrd=auto append='' image=''
+tier='' kernel=stock modules='' tests='' results='' timeout=600 initrd=auto append='' image='' expect=''
 shell=''
 while (($#)); do
 	case "$1" in
@@ -47,6 +52,7 @@ while (($#)); do
 	--initrd) initrd=$2 ;;
 	--append) append=$2 ;;
 	--image) image=$2 ;;
+	--expect) expect=$2 ;;
 	-h | --help) usage ;;
 	*) echo "unknown argument: $1" >&2; usage ;;
 	esac
@@ -55,6 +61,7 @@ done
 [[ -n "$tier" && -n "$modules" && -n "$results" ]] || usage
 [[ "$tier" =~ ^[A-Za-z0-9._-]+$ ]] || die "--tier must be a plain name, got '$tier'"
 [[ "$timeout" =~ ^[0-9]+$ ]] || die "--timeout must be whole seconds, got '$timeout'"
+[[ -z "$expect" || -f "$expect" ]] || die "--expect $expect: no such file"
 t_start=$(date +%s)
 
 # Error signatures in the guest's kernel log that fail a tier even when every
@@ -62,8 +69,12 @@ t_start=$(date +%s)
 log_errors=(
 	"WARNING:" "BUG:" "Oops" "KASAN:" "UBSAN:" "possible circular locking"
 	"turning off the locking correctness validator" "lockdep is turned off"
-	"general protection" "Kernel panic" "RCU stall" "detected stalls" "blocked for more than"
+	"general protection" "Kernel panic" "RCU stall" "detected stalls" "self-detected stall"
+	"blocked for more than" "hard LOCKUP" "soft lockup" "list_add corruption" "list_del corruption"
 )
+# /proc/sys/kernel/tainted bits that mean the kernel itself went wrong:
+# W (a warning), D (an oops), B (bad page), L (soft lockup).
+taint_bits=([9]=W [7]=D [5]=B [14]=L)
 
 # --- Inputs: kernel, initramfs, rootfs (all cached) ---------------------
 if [[ "$kernel" == stock ]]; then
@@ -118,7 +129,7 @@ fi
 
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
-rm -f "$results"/*.log "$results"/dmesg.txt "$results"/summary.txt "$results"/*.tap
+rm -f "$results"/*.log "$results"/dmesg.txt "$results"/summary.txt "$results"/*.tap "$results"/tainted.txt
 
 # --- Boot -----------------------------------------------------------------
 t_boot=$(date +%s)
@@ -130,7 +141,8 @@ guest_rc=0
 "$here/boot.sh" "${boot_args[@]}" || guest_rc=$?
 t_end=$(date +%s)
 # Logs the guest kept besides TAP (e.g. the dkms tier's dpkg and make logs).
-cp "$share"/results/*.tap "$share"/results/*.log "$share"/results/dmesg.txt "$results/" 2>/dev/null || true
+cp "$share"/results/*.tap "$share"/results/*.log "$share"/results/dmesg.txt "$share"/results/tainted.txt \
+	"$results/" 2>/dev/null || true
 
 # --- Judge ------------------------------------------------------------------
 problems=()
@@ -148,9 +160,20 @@ for log in "$results/serial.log" "$results/dmesg.txt"; do
 	pattern_args=()
 	for p in "${log_errors[@]}"; do pattern_args+=(-e "$p"); done
 	if hits=$(grep -nF "${pattern_args[@]}" "$log"); then
-		problems+=("kernel log errors in $log:"$'\n'"$(head -n 5 <<<"$hits" | sed 's/^/      /')")
+		problems+=("kernel log errors in $log:"$'\n'"$(head -n 8 <<<"$hits" | sed 's/^/      /')")
 	fi
 done
+if [[ -f "$results/tainted.txt" ]]; then
+	taint=$(cat "$results/tainted.txt")
+	letters=
+	for bit in "${!taint_bits[@]}"; do
+		(((taint >> bit) & 1)) && letters+=${taint_bits[$bit]}
+	done
+	[[ -z "$letters" ]] ||
+		problems+=("kernel tainted $letters at the end of the run (tainted=$taint): see $results/dmesg.txt")
+elif ((guest_rc != 124 && guest_rc != 125)); then
+	problems+=("the guest left no tainted.txt: see $results/serial.log")
+fi
 
 summary="$results/summary.txt"
 {
@@ -162,16 +185,27 @@ summary="$results/summary.txt"
 		[[ -f "$tap" ]] || continue
 		read -r pass fail skip <<<"$(tap_counts "$tap")"
 		printf '%-28s %5d %5d %5d\n' "$(basename "$tap")" "$pass" "$fail" "$skip"
-		((fail == 0)) || problems+=("$fail 'not ok' in $tap")
+		[[ -n "$expect" ]] || ((fail == 0)) || problems+=("$fail 'not ok' in $tap")
 	done
-	# A test that never finished (timeout, crash) may have left no result line.
-	while read -r name _; do
-		[[ -n "$name" && "$name" != \#* ]] || continue
-		tap="$results/$name.tap"
-		if [[ ! -f "$tap" ]] || [[ $(tap_counts "$tap") == "0 0 0" ]]; then
-			problems+=("test $name reported no result")
-		fi
-	done <"$share/tests/list"
+	if [[ -n "$expect" ]]; then
+		# The expected results decide every case (tests/expect/<tier>).
+		judged=$("$here/judge-expected.sh" "$expect" "$results" "$share/tests/list" || true)
+		while IFS= read -r line; do
+			case "$line" in
+			problem:*) problems+=("${line#problem: }") ;;
+			expected:*) echo "$line" ;;
+			esac
+		done <<<"$judged"
+	else
+		# A test that never finished (timeout, crash) may have left no result line.
+		while read -r name _; do
+			[[ -n "$name" && "$name" != \#* ]] || continue
+			tap="$results/$name.tap"
+			if [[ ! -f "$tap" ]] || [[ $(tap_counts "$tap") == "0 0 0" ]]; then
+				problems+=("test $name reported no result")
+			fi
+		done <"$share/tests/list"
+	fi
 	boot=$(grep -ao 'running /share/run.sh (uptime [0-9.]* s)' "$results/serial.log" 2>/dev/null |
 		grep -o '[0-9.]* s' || echo "n/a")
 	echo "boot to run.sh (guest uptime): $boot"

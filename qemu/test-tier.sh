@@ -7,8 +7,16 @@
 #   test-tier.sh arm64    our arm64 debug kernel, KVM built in (qemu-system-aarch64)
 #   test-tier.sh dkms     Debian's kernel, headers and source installed in the
 #                         image; our .deb installed there, dkms builds (slow)
-# Results: build/results/<tier>/. Further arguments go to run-tier.sh and
-# win over the tier's own (e.g. --modules stock, --tests DIR, --shell).
+# Results: build/results/<tier>/, judged against tests/expect/<tier> (what
+# the tier must show; a SKIP or a missing case there fails it). Further
+# arguments go to run-tier.sh and win over the tier's own (e.g. --tests DIR,
+# --shell, --expect '' for no expectations).
+# Environment:
+#   MODULES=stock   Debian's own kvm modules instead of ours, still judged
+#                   by the tier's expectations: the stock tier then fails,
+#                   naming what Debian's modules lack
+#   REGRESSION=0    leave out the tree's selftests (tests/regression-list)
+#   BUILD_OBJ=DIR   our modules from DIR (scripts/build-modules.sh's output)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -18,17 +26,17 @@ tier=${1:?usage: $0 stock|debian|shim|arm64|dkms [run-tier.sh arguments]}
 shift
 results="$top/build/results/$tier"
 stage="$top/build/stage/$tier"
-args=(--tier "$tier" --results "$results")
+args=(--tier "$tier" --results "$results" --expect "$top/tests/expect/$tier")
 lists=("$top/tests/list")
 timeout=${QEMU_TIMEOUT:-900}
 
 case "$tier" in
 stock|debian)
 	kver=$("$top/scripts/kernel-version.sh" kver)
-	if [ "$tier" = stock ]; then
+	if [ "$tier" = stock ] && [ "${MODULES:-ours}" != stock ]; then
 		"$top/scripts/build-modules.sh" "$kver" > "$top/build/modules-$kver.log" 2>&1 ||
 			die "module build failed: see build/modules-$kver.log"
-		args+=(--modules "$top/build/obj/$kver")
+		args+=(--modules "${BUILD_OBJ:-$top/build/obj/$kver}")
 	else
 		args+=(--modules stock)
 	fi
@@ -81,7 +89,7 @@ esac
 # The Debian kernel tiers also run the tree's selftests of the regression
 # comparison (tests/regression-list), before our tests: the last of ours
 # reloads the modules.
-if { [ "$tier" = stock ] || [ "$tier" = debian ]; } && [ -f "$top/tests/regression-list" ]; then
+if { [ "$tier" = stock ] || [ "$tier" = debian ]; } && [ "${REGRESSION:-1}" != 0 ]; then
 	lists=("$top/tests/regression-list" "${lists[@]}")
 fi
 [ ${#lists[@]} -eq 0 ] || "$top/scripts/stage-tests.sh" "$stage" "${lists[@]}"

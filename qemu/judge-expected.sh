@@ -1,0 +1,119 @@
+#!/bin/bash
+# Judge a tier's TAP results against its expected-results file.
+#   judge-expected.sh EXPECT_FILE RESULTS_DIR LIST_FILE
+# Prints one "problem: ..." line per way the results differ from what the
+# tier must show, then one "expected: ..." line of counts. Exit status 1 if
+# there was a problem.
+#
+# EXPECT_FILE (tests/expect/<tier>) has one rule per line:
+#   PROGRAM pass                        every case of PROGRAM passes
+#   PROGRAM skip REGEX -- REASON        ... except those matching REGEX, which may SKIP
+#   PROGRAM absent REGEX -- REASON      cases matching REGEX must SKIP or fail:
+#                                       the feature is missing on this tier
+# REGEX is an awk ERE matched against the case description, or else its
+# SKIP reason (see qemu/tap-cases.awk; a program that skipped as a whole is
+# "(whole program)").
+# Every program in LIST_FILE, and every TAP file in RESULTS_DIR, needs a
+# "pass" rule; a program's TAP must carry a plan equal to its number of
+# results; an "absent" rule must match at least one case.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+expect=$1 results=$2 list=$3
+[[ -f "$expect" ]] || { echo "problem: no expected-results file $expect"; exit 1; }
+
+# Programs that ran: those listed, and whatever left TAP (modules, dkms-remove).
+programs=$( { awk '$1 !~ /^#/ && NF { print $1 }' "$list"
+	for tap in "$results"/*.tap; do [[ -f "$tap" ]] && basename "$tap" .tap; done; } | sort -u)
+taps=()
+for tap in "$results"/*.tap; do [[ -f "$tap" ]] && taps+=("$tap"); done
+
+{
+	for p in $programs; do printf 'ran\t%s\n' "$p"; done
+	((${#taps[@]} == 0)) || awk -f "$here/tap-cases.awk" "${taps[@]}"
+} | awk -F '\t' -v expect="$expect" -v efile="$(basename "$(dirname "$expect")")/$(basename "$expect")" '
+function problem(msg) { print "problem: " msg; bad++ }
+BEGIN {
+	while ((getline line < expect) > 0) {
+		if (line ~ /^[ \t]*(#|$)/)
+			continue
+		split(line, w, /[ \t]+/)
+		prog = w[1]; rule = w[2]
+		if (rule == "pass") {
+			must_pass[prog] = 1
+			continue
+		}
+		if (rule != "skip" && rule != "absent") {
+			problem(efile ": unknown rule in: " line)
+			continue
+		}
+		rest = line
+		sub(/^[ \t]*[^ \t]+[ \t]+[^ \t]+[ \t]+/, "", rest)
+		reason = ""
+		if (match(rest, /[ \t]+--[ \t]+/)) {
+			reason = substr(rest, RSTART + RLENGTH)
+			rest = substr(rest, 1, RSTART - 1)
+		}
+		if (rest == "" || reason == "") {
+			problem(efile ": a " rule " rule needs REGEX -- REASON: " line)
+			continue
+		}
+		n = ++nex[prog]
+		ex_rule[prog, n] = rule; ex_re[prog, n] = rest; ex_why[prog, n] = reason
+	}
+}
+$1 == "ran" { ran[$2] = 1; next }
+$1 == "plan" { if (!($2 in plan)) plan[$2] = $3; next }
+$1 == "case" {
+	prog = $2; status = $3; desc = $4
+	results[prog]++
+	ex = 0
+	for (i = 1; i <= nex[prog]; i++)
+		if (desc ~ ex_re[prog, i] || ($5 != "" && $5 ~ ex_re[prog, i])) { ex = i; break }
+	if (ex) matched[prog, ex]++
+	rule = ex ? ex_rule[prog, ex] : ""
+	if (status == "pass") {
+		if (rule == "absent")
+			problem(prog ": \"" desc "\" passed, but " efile " says it is absent here (" ex_why[prog, ex] ")")
+		else
+			passes++
+	} else if (status == "fail") {
+		if (rule == "absent")
+			absents++
+		else
+			problem(prog ": \"" desc "\" FAILED")
+	} else {
+		if (rule == "absent")
+			absents++
+		else if (rule == "skip")
+			skips++
+		else
+			problem(prog ": \"" desc "\" was SKIPPED (" $5 "), but must pass here: " efile " allows no such skip")
+	}
+	next
+}
+END {
+	for (prog in ran) {
+		if (!(prog in must_pass)) {
+			problem(prog ": no \"" prog " pass\" rule in " efile)
+			continue
+		}
+		if (!(prog in results)) {
+			problem(prog ": reported no result (missing, or no TAP)")
+			continue
+		}
+		if (!(prog in plan))
+			problem(prog ": no TAP plan (1..N) in its output")
+		else if (plan[prog] > 0 && plan[prog] != results[prog])
+			problem(prog ": TAP plan 1.." plan[prog] " but " results[prog] " results")
+	}
+	for (prog in nex)
+		for (i = 1; i <= nex[prog]; i++)
+			if (ex_rule[prog, i] == "absent" && (prog in ran) && !matched[prog, i])
+				problem(prog ": no case matches the absent rule /" ex_re[prog, i] "/ of " efile)
+	for (prog in must_pass)
+		if (!(prog in ran))
+			problem(prog ": " efile " expects it, but it did not run in this tier")
+	printf "expected: %d passed, %d allowed skips, %d absent as expected (%s)\n", passes, skips, absents, efile
+	exit bad > 0
+}'
