@@ -1,0 +1,66 @@
+#!/bin/bash
+# Show that the stock tier's expectations (tests/expect/stock) notice when the
+# product is gone: the tier's own programs, judged by its own list, must FAIL
+#   debian-modules   with Debian's kvm modules (no guest_memfd mmap at all)
+#   no-host-mmap     with our modules built without CONFIG_KVM_GMEM_SHARED_MEM
+# and the failure must name the guest_memfd cases that did not pass, not a
+# crash, a timeout or a kernel splat.
+#   check-mutants.sh [debian-modules|no-host-mmap]...   (default: both)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+kver=$("$top/scripts/kernel-version.sh" kver)
+fails=0
+
+# must_fail NAME 'REGEX...' -- ENV=VALUE...: run the stock tier (our gmem
+# programs only, not the regression list) as NAME under ENV; it must exit 1
+# and its summary must match every REGEX (one per line).
+must_fail() {
+	local name=$1 want=$2 results="$top/build/results/mutant-$1" rc=0 re
+	shift 3
+	step "mutant $name: the stock tier must fail"
+	env "$@" REGRESSION=0 "$top/qemu/test-tier.sh" stock --tier "mutant-$name" \
+		--results "$results" >"$top/build/results/mutant-$name.log" 2>&1 || rc=$?
+	if [ "$rc" != 1 ]; then
+		step "FAIL: mutant $name: the tier exited $rc, want 1 (a judged failure): see build/results/mutant-$name.log"
+		fails=$((fails + 1))
+		return
+	fi
+	if grep -qE 'kernel log errors|TIMED OUT|CRASHED|kernel tainted' "$results/summary.txt"; then
+		step "FAIL: mutant $name failed for the wrong reason: see $results/summary.txt"
+		fails=$((fails + 1))
+		return
+	fi
+	while IFS= read -r re; do
+		[ -n "$re" ] || continue
+		if grep -qE -- "$re" "$results/summary.txt"; then
+			step "ok: mutant $name: the summary names /$re/"
+		else
+			step "FAIL: mutant $name: the summary does not name /$re/: see $results/summary.txt"
+			fails=$((fails + 1))
+		fi
+	done <<<"$want"
+	step "mutant $name failed as it must: $(grep -c '^- ' "$results/summary.txt") problems named"
+}
+
+mutants=("$@")
+[ $# -gt 0 ] || mutants=(debian-modules no-host-mmap)
+for m in "${mutants[@]}"; do
+	case "$m" in
+	debian-modules)
+		must_fail debian-modules \
+'^- gmem_mmap_test: ".*" was SKIPPED
+^- gmem_vcpu_test: ".*" (was SKIPPED|FAILED)
+^- gmem_stress_test: ' -- MODULES=stock
+		;;
+	no-host-mmap)
+		must_fail no-host-mmap \
+'^- gmem_mmap_test: ".*" (was SKIPPED|FAILED)
+^- gmem_vcpu_test: ".*" (was SKIPPED|FAILED)
+^- example_vmm: ' -- KVM_GMEM_SHARED_MEM=n BUILD_OBJ="$top/build/obj/mutant-no-host-mmap-$kver"
+		;;
+	*) die "unknown mutant $m" ;;
+	esac
+done
+[ "$fails" = 0 ]
