@@ -13,13 +13,15 @@ shift
 [ ! -e "$out" ] || [ -d "$out" ] || die "$out exists and is not a directory"
 rm -rf "$out"
 mkdir -p "$out"
+# NAME.VARIANT runs program NAME again under its own name (e.g. with other
+# kvm parameters), so its results do not overwrite NAME's.
 cat "$@" | while read -r name timeout params; do
 	case "$name" in ''|'#'*) continue ;; esac
 	found=
 	for dir in "$top/build/selftests" "$top/build/selftests/x86_64" "$top/build/tests"; do
-		if [ -x "$dir/$name" ]; then found=$dir/$name; break; fi
+		if [ -x "$dir/${name%%.*}" ]; then found=$dir/${name%%.*}; break; fi
 	done
-	[ -n "$found" ] || die "test $name (from $*) was not built"
+	[ -n "$found" ] || die "test ${name%%.*} (from $*) was not built"
 	cp "$found" "$out/$name"
 	echo "$name $timeout $params" >> "$out/list"
 done
