@@ -17,6 +17,7 @@
 #                 have virtio-blk, ext4 and 9p built in
 #   --append      extra kernel command line arguments
 #   --interactive the console is this terminal too (Ctrl-A X quits QEMU)
+# Environment: NUMA=N boots the guest with N memory nodes (default 1).
 # Exit status: the guest's run.sh status; 124 = timed out (QEMU killed);
 # 125 = no exit status came back (guest crashed, panicked or QEMU failed).
 # Never uses KVM: the host's /dev/kvm is not to be relied on.
@@ -86,7 +87,26 @@ else
 	root=/dev/vda
 	qemu+=(-drive "file=$image,if=virtio,format=raw,snapshot=on")
 fi
-qemu+=(-smp 2 -m 3G
+# NUMA=N (environment): N memory nodes, the 3 GiB split evenly, and the
+# CPUs (at least 2, one per node) spread over them round-robin.
+numa=${NUMA:-1}
+[[ "$numa" =~ ^[1-8]$ ]] || die "NUMA must be 1 to 8 nodes, got '$numa'"
+cpus=$((numa > 2 ? numa : 2))
+node_mb=$((3072 / numa))
+if ((numa > 1)); then
+	for ((i = 0; i < numa; i++)); do
+		qemu+=(-object "memory-backend-ram,id=mem$i,size=${node_mb}M")
+		node="node,nodeid=$i,memdev=mem$i"
+		for ((c = i; c < cpus; c += numa)); do node+=",cpus=$c"; done
+		qemu+=(-numa "$node")
+	done
+fi
+echo "$numa" >"$share/numa-nodes"
+# One socket per CPU with NUMA: a node boundary inside a socket's shared
+# cache makes the guest kernel warn (topology_sane).
+smp=$cpus
+((numa == 1)) || smp+=",sockets=$cpus"
+qemu+=(-smp "$smp" -m "$((node_mb * numa))M"
 	-nodefaults -display none -monitor none -no-reboot
 	-serial chardev:console
 	-virtfs "local,path=$share,mount_tag=share,security_model=none,id=share"

@@ -180,6 +180,7 @@ summary="$results/summary.txt"
 	echo "tier:    $tier"
 	echo "kernel:  $(cat "$kdir/kver") ($kdir)"
 	echo "modules: $modules"
+	echo "numa:    ${NUMA:-1} node(s) (NUMA=)"
 	printf '%-28s %5s %5s %5s\n' "TAP file" pass fail skip
 	for tap in "$results"/*.tap; do
 		[[ -f "$tap" ]] || continue

@@ -233,6 +233,13 @@ else
 	tap_line ok "load kvm_intel # SKIP no vmx flag in the guest CPU (QEMU TCG emulates no VMX)"
 fi
 if [[ -c /dev/kvm ]]; then tap_line ok "/dev/kvm exists"; else tap_line "not ok" "/dev/kvm exists"; fi
+# NUMA=N on the host (qemu/boot.sh): the guest must see N memory nodes.
+want_nodes=$(cat "$share/numa-nodes" 2>/dev/null || echo 1)
+if ((want_nodes > 1)); then
+	nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' 2>/dev/null | wc -l)
+	if ((nodes == want_nodes)); then tap_line ok "$nodes NUMA nodes"
+	else tap_line "not ok" "$nodes NUMA nodes in /sys/devices/system/node, want $want_nodes"; fi
+fi
 echo "1..$n" >>"$tap"
 
 # --- make qemu-shell: a root shell with job control on the console -------
