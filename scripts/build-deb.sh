@@ -19,10 +19,10 @@ rm -rf "$out"
 src="$out/src/kvm-gmem-$version"
 mkdir -p "$src/src"
 # What debian/rules installs, plus debian/ and what rules reads.
-cp -a "$top"/{Makefile,Kbuild,VERSION,LICENSE,dkms.conf,scripts,debian} "$src/"
+cp -a "$top"/{Makefile,Kbuild,VERSION,dkms.conf,scripts,debian} "$src/"
 cp -a "$top"/src/{series,virt,arch} "$src/src/"
 (cd "$src" && dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1 ||
 	{ tail -n 20 "$out/build.log" >&2; die "dpkg-buildpackage failed: see $out/build.log"; }
-mv "$out/src/"*.deb "$out/"
+mv "$out/src/"*.deb "$out/src/"*.changes "$out/src/"*.buildinfo "$out/"
 [ -f "$deb" ] || die "dpkg-buildpackage made no $(basename "$deb"): see $out/build.log"
 step "built $deb in $(($(date +%s) - t0)) s ($(du -h "$deb" | cut -f1))"

@@ -34,6 +34,7 @@ run_step() {
 # dkms.conf is generated: it must match VERSION and the installed source;
 # debian/changelog must be at VERSION too.
 run_step "dkms.conf, changelog up to date" build/results/dkms-conf.log scripts/check-packaging.sh
+run_step "package: make deb, lintian" build/results/deb.log scripts/check-deb.sh
 run_step "prepare + modules (Debian kernel)" build/results/modules.log make -s modules
 run_step "selftests + tests" build/results/selftests.log make -s selftests
 run_step "series check (patch by patch)" build/results/check-series.log scripts/check-series.sh

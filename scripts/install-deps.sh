@@ -11,7 +11,7 @@ qemu_pkgs="qemu-system-x86 qemu-utils debootstrap busybox-static e2fsprogs tmux 
 # root (qemu/rootfs-arm64.sh downloads them; apt needs the architecture).
 arm64_pkgs="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm cpio"
 bench_pkgs="gnuplot-nox"	# make bench: the PNG chart
-deb_pkgs="debhelper dh-dkms dkms"	# make deb
+deb_pkgs="debhelper dh-dkms dkms lintian"	# make deb (lintian: make check)
 # What a dkms build of the modules runs (make modules DKMS=1): the Depends of
 # the kvm-gmem-dkms package, so they are only checked, never installed.
 dkms_pkgs="linux-source-6.12 make gcc-12 rsync xz-utils patch kmod"
