@@ -4,8 +4,11 @@
  * kvm.ko sees the final folio_put() of each one. Reads the counters kvm.ko
  * keeps in debugfs (kvm/gmem_guestmem_folios, kvm/gmem_guestmem_frees):
  * allocating N private pages must type exactly N folios, and freeing them
- * must run the hook exactly N times. Skips (exit 4) on kernels without the
- * hook, where the counters do not exist.
+ * must run the hook exactly N times, for each file on its own; the folios
+ * of a shared (mappable) guest_memfd are never typed. Skips (exit 4) only on
+ * kernels without the hook; on a kernel that has it (it exports
+ * guestmem_register_free_ops), missing counters are a failure: kvm.ko was
+ * built without the hook.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -55,22 +59,38 @@ static long settle_counter(const char *path, long target)
 	return read_counter(path);
 }
 
-static int create_gmem(int vm, long size)
+static int create_gmem(int vm, long size, unsigned long long flags)
 {
-	struct kvm_create_guest_memfd args = { .size = size };
+	struct kvm_create_guest_memfd args = { .size = size, .flags = flags };
 	int fd = ioctl(vm, KVM_CREATE_GUEST_MEMFD, &args);
 
 	if (fd < 0)
-		ksft_exit_fail_msg("KVM_CREATE_GUEST_MEMFD: %s\n", strerror(errno));
+		ksft_exit_fail_msg("KVM_CREATE_GUEST_MEMFD(flags %#llx): %s\n", flags, strerror(errno));
 	return fd;
+}
+
+/* Does the running kernel have the mm-shim hook? (/proc/kallsyms, as root) */
+static int kernel_has_hook(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/kallsyms", "r");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, " guestmem_register_free_ops") != NULL;
+	fclose(f);
+	return found;
 }
 
 int main(void)
 {
-	const long page = getpagesize(), npages = 16, nhole = 4;
+	const long page = getpagesize(), npages = 16, nhole = 4, nother = 8;
 	long typed0, freed0, typed, freed;
 	cpu_set_t cpu0;
-	int kvm, vm, fd;
+	int kvm, vm, fd, fd2;
+	char *mem;
 
 	/* One CPU: the LRU batch that holds new folios is drained by our frees. */
 	CPU_ZERO(&cpu0);
@@ -79,11 +99,15 @@ int main(void)
 
 	if (access(DEBUGFS "/kvm", F_OK))
 		mount("debugfs", DEBUGFS, "debugfs", 0, NULL);
-	if (access(TYPED, R_OK))
+	if (access(TYPED, R_OK)) {
+		if (kernel_has_hook())
+			ksft_exit_fail_msg("the kernel has the mm-shim hook, but kvm.ko keeps no %s: built without it?\n",
+					   TYPED);
 		ksft_exit_skip("no %s: kernel without the mm-shim guestmem hook\n", TYPED);
+	}
 
 	ksft_print_header();
-	ksft_set_plan(3);
+	ksft_set_plan(6);
 
 	kvm = open("/dev/kvm", O_RDWR);
 	if (kvm < 0)
@@ -92,7 +116,7 @@ int main(void)
 	vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	if (vm < 0)
 		ksft_exit_fail_msg("KVM_CREATE_VM: %s\n", strerror(errno));
-	fd = create_gmem(vm, npages * page);
+	fd = create_gmem(vm, npages * page, 0);
 
 	typed0 = read_counter(TYPED);
 	freed0 = read_counter(FREED);
@@ -108,13 +132,48 @@ int main(void)
 	ksft_test_result(freed == nhole, "punching %ld pages ran the free hook %ld times\n",
 			 nhole, freed);
 
+	/* A second private file: each file's folios are counted on their own. */
+	fd2 = create_gmem(vm, nother * page, 0);
+	typed0 = read_counter(TYPED);
+	if (fallocate(fd2, FALLOC_FL_KEEP_SIZE, 0, nother * page))
+		ksft_exit_fail_msg("fallocate: %s\n", strerror(errno));
+	close(fd2);
+	freed = settle_counter(FREED, freed0 + nhole + nother) - freed0 - nhole;
+	typed = read_counter(TYPED) - typed0;
+	ksft_test_result(typed == nother && freed == nother,
+			 "a second file: %ld folios typed, %ld freed on close (want %ld, %ld)\n",
+			 typed, freed, nother, nother);
+
 	close(fd);
-	close(vm);
-	close(kvm);
 	/* Nothing else in the guest uses guest_memfd: the count is exact. */
-	freed = settle_counter(FREED, freed0 + npages) - freed0;
-	ksft_test_result(freed == npages, "closing the file ran the free hook %ld times in all (want %ld)\n",
+	freed = settle_counter(FREED, freed0 + npages + nother) - freed0 - nother;
+	ksft_test_result(freed == npages, "closing the first file ran the free hook %ld times in all (want %ld)\n",
 			 freed, npages);
 
+	/*
+	 * Shared folios are never typed: mainline's MMAP | INIT_SHARED file,
+	 * touched through its mapping, then freed. KVM_CAP_GUEST_MEMFD_FLAGS is
+	 * ours (this test only runs with our modules' counters present).
+	 */
+	typed0 = read_counter(TYPED);
+	freed0 = read_counter(FREED);
+	fd = create_gmem(vm, npages * page, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED);
+	mem = mmap(NULL, npages * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		ksft_exit_fail_msg("mmap of a shared guest_memfd: %s\n", strerror(errno));
+	for (long i = 0; i < npages; i++)
+		mem[i * page] = 1;
+	typed = read_counter(TYPED) - typed0;
+	ksft_test_result(typed == 0, "faulting %ld shared pages typed %ld folios (want 0)\n",
+			 npages, typed);
+	munmap(mem, npages * page);
+	close(fd);
+	usleep(200000);
+	freed = read_counter(FREED) - freed0;
+	ksft_test_result(freed == 0, "freeing %ld shared folios ran the free hook %ld times (want 0)\n",
+			 npages, freed);
+
+	close(vm);
+	close(kvm);
 	ksft_finished();
 }

@@ -109,8 +109,11 @@ static int vcpu_real_mode_at_code(int vcpu, char *why, size_t whylen)
  * default_vm: mainline's way instead, a default VM whose guest_memfd has
  * GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, bound as a gmem-only
  * memslot with userspace_addr 0.
+ * decoy: userspace_addr points at other memory (vm->other), filled with 0xa5
+ * and without the guest code: a vCPU that faults from the hva instead of
+ * guest_memfd runs garbage and cannot pass a round.
  */
-static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
+static int vm_setup_decoy(struct vm *vm, bool default_vm, bool decoy, char *why, size_t whylen)
 {
 	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE };
 	unsigned long type = default_vm ? 0 : KVM_X86_SW_PROTECTED_VM;
@@ -148,6 +151,16 @@ static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
 	r = vm_create_with_gmem(vm, type, gm.flags, why, whylen);
 	if (r != KSFT_PASS)
 		return r;
+	if (decoy) {
+		vm->other = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (vm->other == MAP_FAILED) {
+			vm->other = NULL;
+			snprintf(why, whylen, "mmap(anonymous): %s", strerror(errno));
+			return KSFT_FAIL;
+		}
+		memset(vm->other, 0xa5, MEM_SIZE);
+	}
 
 	/*
 	 * In-place: the memslot's userspace_addr is the guest_memfd mapping,
@@ -158,7 +171,7 @@ static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
 		.flags = KVM_MEM_GUEST_MEMFD,
 		.guest_phys_addr = 0,
 		.memory_size = MEM_SIZE,
-		.userspace_addr = default_vm ? 0 : (uintptr_t)vm->mem,
+		.userspace_addr = decoy ? (uintptr_t)vm->other : default_vm ? 0 : (uintptr_t)vm->mem,
 		.guest_memfd = vm->gmem,
 		.guest_memfd_offset = 0,
 	};
@@ -183,6 +196,11 @@ static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
 	}
 
 	return vcpu_real_mode_at_code(vm->vcpu, why, whylen);
+}
+
+static int vm_setup_as(struct vm *vm, bool default_vm, char *why, size_t whylen)
+{
+	return vm_setup_decoy(vm, default_vm, false, why, whylen);
 }
 
 static int vm_setup(struct vm *vm, char *why, size_t whylen)
@@ -321,6 +339,45 @@ static int guest_reads_host_pattern(char *why, size_t whylen)
 static int default_vm_gmem_only_in_place(char *why, size_t whylen)
 {
 	return reads_host_pattern(true, why, whylen);
+}
+
+/*
+ * In place means from guest_memfd: with the memslot's userspace_addr on
+ * other memory (0xa5, no guest code), the vCPU still runs the code and reads
+ * the pattern the host wrote through the guest_memfd mapping, and the other
+ * memory stays untouched.
+ */
+static int memory_comes_from_gmem(bool default_vm, char *why, size_t whylen)
+{
+	struct vm vm;
+	int ret = vm_setup_decoy(&vm, default_vm, true, why, whylen);
+
+	if (ret != KSFT_PASS)
+		goto out;
+	ret = KSFT_FAIL;
+	host_fill(&vm, 0x5a, 3);
+	if (!expect_round(&vm, 0x5a, 3, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
+		goto out;
+	for (size_t i = 0; i < MEM_SIZE; i++) {
+		if (((uint8_t *)vm.other)[i] != 0xa5) {
+			snprintf(why, whylen, "the memory behind userspace_addr changed at %#zx", i);
+			goto out;
+		}
+	}
+	ret = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	return ret;
+}
+
+static int sw_protected_memory_comes_from_gmem(char *why, size_t whylen)
+{
+	return memory_comes_from_gmem(false, why, whylen);
+}
+
+static int default_vm_memory_comes_from_gmem(char *why, size_t whylen)
+{
+	return memory_comes_from_gmem(true, why, whylen);
 }
 
 static int punch_hole_seen_by_guest(char *why, size_t whylen)
@@ -517,6 +574,8 @@ static const struct gmem_case cases[] = {
 	{ "default_vm_rejects_gmem_memslot", default_vm_rejects_gmem_memslot },
 	{ "default_vm_gmem_only_in_place", default_vm_gmem_only_in_place },
 	{ "private_memory_hidden_from_host", private_memory_hidden_from_host },
+	{ "sw_protected_memory_comes_from_gmem", sw_protected_memory_comes_from_gmem },
+	{ "default_vm_memory_comes_from_gmem", default_vm_memory_comes_from_gmem },
 };
 
 int main(void)
