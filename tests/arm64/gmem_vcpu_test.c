@@ -39,7 +39,7 @@
 
 #include <linux/falloc.h>
 
-#include "../gmem_vcpu.h"
+#include "gmem_vcpu.h"
 
 #define MMIO_GPA	0x20000		/* outside the memslot: an MMIO exit */
 
