@@ -3,7 +3,10 @@
  * gmem_lifetime_test: kvm-amd and kvm cannot be unloaded while a guest_memfd
  * or a mapping of it is alive, and can be once both are gone. On kernels with
  * the mm-shim hook, private folios whose last reference drops after kvm.ko
- * is gone are freed by mm without it (the guest's dmesg must stay clean).
+ * is gone are freed by mm without it: mm's own count of such frees
+ * (debugfs guestmem_unhandled_frees, which outlives kvm.ko) must grow by
+ * exactly their number, read after the unload (and the guest's dmesg must
+ * stay clean). On a kernel with the hook, missing counters fail the test.
  *
  * Unloads and reloads the modules: run it last. Our modules are reloaded from
  * /share/modules/ (the guest harness puts them there), Debian's by modprobe.
@@ -27,6 +30,7 @@
 #define MODDIR		"/share/modules"
 #define TYPED		"/sys/kernel/debug/kvm/gmem_guestmem_folios"
 #define FREED		"/sys/kernel/debug/kvm/gmem_guestmem_frees"
+#define UNHANDLED	"/sys/kernel/debug/guestmem_unhandled_frees"
 
 static long page;
 
@@ -80,6 +84,21 @@ static long read_counter(const char *path)
 	if (fd >= 0)
 		close(fd);
 	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+/* Does the running kernel have the mm-shim hook? (/proc/kallsyms, as root) */
+static bool kernel_has_hook(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/kallsyms", "r");
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, " guestmem_register_free_ops") != NULL;
+	fclose(f);
+	return found;
 }
 
 struct vm {
@@ -167,16 +186,21 @@ static void test_mapping_pins_modules(void)
 static void test_final_put_after_unload(void)
 {
 	const long npages = 4;
-	long typed0, freed0, typed, freed;
+	long typed0, freed0, typed, freed, unhandled0, unhandled = -1;
 	bool late;
 	struct vm v;
 	int r;
 
-	if (read_counter(TYPED) < 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+	if (!kernel_has_hook() || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
 		ksft_test_result_skip("final put after unload: no mm-shim hook or one CPU\n");
-		ksft_test_result_skip("modules reload\n");
+		ksft_test_result_skip("final put after unload: no mm-shim hook or one CPU\n");
+		ksft_test_result_skip("modules reload: no mm-shim hook or one CPU\n");
 		return;
 	}
+	if (read_counter(TYPED) < 0 || read_counter(UNHANDLED) < 0)
+		ksft_exit_fail_msg("the kernel has the mm-shim hook, but %s or %s is missing\n",
+				   TYPED, UNHANDLED);
+	unhandled0 = read_counter(UNHANDLED);
 	typed0 = read_counter(TYPED);
 	freed0 = read_counter(FREED);
 	pin_to_cpu(1);
@@ -208,8 +232,17 @@ static void test_final_put_after_unload(void)
 	}
 	pin_to_cpu(0);
 
-	ksft_test_result(late, "%ld of %ld private folios had their final put after kvm.ko was unloaded\n",
+	/* mm's count, read with kvm.ko gone: each late folio freed once. */
+	for (int i = 0; i < 100; i++) {
+		unhandled = read_counter(UNHANDLED) - unhandled0;
+		if (unhandled >= typed - freed)
+			break;
+		usleep(10000);
+	}
+	ksft_test_result(late, "%ld of %ld private folios were still referenced when kvm.ko was unloaded\n",
 			 typed - freed, typed);
+	ksft_test_result(late && unhandled == typed - freed,
+			 "mm freed %ld of them after the unload (want %ld)\n", unhandled, typed - freed);
 	ksft_test_result(reload(), "modules reload\n");
 }
 
@@ -222,7 +255,7 @@ int main(void)
 		ksft_exit_skip("kvm_amd is not loaded\n");
 
 	ksft_print_header();
-	ksft_set_plan(8);
+	ksft_set_plan(9);
 	test_gmem_fd_pins_modules();
 	test_mapping_pins_modules();
 	test_final_put_after_unload();
