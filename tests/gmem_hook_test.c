@@ -26,81 +26,32 @@
 #include <linux/kvm.h>
 
 #include "kselftest.h"
+#include "gmem_test.h"
 
-#define DEBUGFS		"/sys/kernel/debug"
-#define TYPED		DEBUGFS "/kvm/gmem_guestmem_folios"
-#define FREED		DEBUGFS "/kvm/gmem_guestmem_frees"
+#define TYPED	GMEM_TYPED
+#define FREED	GMEM_FREED
 
-static long read_counter(const char *path)
+static int checked_gmem(int vm, long size, unsigned long long flags)
 {
-	char buf[32] = "";
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
+	int fd = gmem_create(vm, size, flags);
 
 	if (fd < 0)
-		ksft_exit_fail_msg("open %s: %s\n", path, strerror(errno));
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		ksft_exit_fail_msg("read %s failed\n", path);
-	return strtol(buf, NULL, 10);
-}
-
-/*
- * The last reference may sit in a per-CPU LRU batch for a moment after the
- * file is gone: wait (bounded) for the count to reach its target, then a
- * little longer, so that an overshoot shows too.
- */
-static long settle_counter(const char *path, long target)
-{
-	for (int i = 0; i < 200 && read_counter(path) < target; i++)
-		usleep(10000);
-	usleep(100000);
-	return read_counter(path);
-}
-
-static int create_gmem(int vm, long size, unsigned long long flags)
-{
-	struct kvm_create_guest_memfd args = { .size = size, .flags = flags };
-	int fd = ioctl(vm, KVM_CREATE_GUEST_MEMFD, &args);
-
-	if (fd < 0)
-		ksft_exit_fail_msg("KVM_CREATE_GUEST_MEMFD(flags %#llx): %s\n", flags, strerror(errno));
+		ksft_exit_fail_msg("KVM_CREATE_GUEST_MEMFD(flags %#llx): %s\n", flags, strerror(-fd));
 	return fd;
-}
-
-/* Does the running kernel have the mm-shim hook? (/proc/kallsyms, as root) */
-static int kernel_has_hook(void)
-{
-	char line[256];
-	FILE *f = fopen("/proc/kallsyms", "r");
-	int found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, " guestmem_register_free_ops") != NULL;
-	fclose(f);
-	return found;
 }
 
 int main(void)
 {
 	const long page = getpagesize(), npages = 16, nhole = 4, nother = 8;
 	long typed0, freed0, typed, freed;
-	cpu_set_t cpu0;
 	int kvm, vm, fd, fd2;
 	char *mem;
 
 	/* One CPU: the LRU batch that holds new folios is drained by our frees. */
-	CPU_ZERO(&cpu0);
-	CPU_SET(0, &cpu0);
-	sched_setaffinity(0, sizeof(cpu0), &cpu0);
+	pin_cpu(0);
 
-	if (access(DEBUGFS "/kvm", F_OK))
-		mount("debugfs", DEBUGFS, "debugfs", 0, NULL);
-	if (access(TYPED, R_OK)) {
-		if (kernel_has_hook())
+	if (gmem_counter(TYPED) < 0) {
+		if (gmem_has_mm_hook())
 			ksft_exit_fail_msg("the kernel has the mm-shim hook, but kvm.ko keeps no %s: built without it?\n",
 					   TYPED);
 		ksft_exit_skip("no %s: kernel without the mm-shim guestmem hook\n", TYPED);
@@ -116,37 +67,37 @@ int main(void)
 	vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	if (vm < 0)
 		ksft_exit_fail_msg("KVM_CREATE_VM: %s\n", strerror(errno));
-	fd = create_gmem(vm, npages * page, 0);
+	fd = checked_gmem(vm, npages * page, 0);
 
-	typed0 = read_counter(TYPED);
-	freed0 = read_counter(FREED);
+	typed0 = gmem_counter(TYPED);
+	freed0 = gmem_counter(FREED);
 	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, npages * page))
 		ksft_exit_fail_msg("fallocate: %s\n", strerror(errno));
-	typed = read_counter(TYPED) - typed0;
+	typed = gmem_counter(TYPED) - typed0;
 	ksft_test_result(typed == npages, "allocating %ld private pages typed %ld folios\n",
 			 npages, typed);
 
 	if (fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, nhole * page))
 		ksft_exit_fail_msg("punch hole: %s\n", strerror(errno));
-	freed = settle_counter(FREED, freed0 + nhole) - freed0;
+	freed = gmem_settle_counter(FREED, freed0 + nhole) - freed0;
 	ksft_test_result(freed == nhole, "punching %ld pages ran the free hook %ld times\n",
 			 nhole, freed);
 
 	/* A second private file: each file's folios are counted on their own. */
-	fd2 = create_gmem(vm, nother * page, 0);
-	typed0 = read_counter(TYPED);
+	fd2 = checked_gmem(vm, nother * page, 0);
+	typed0 = gmem_counter(TYPED);
 	if (fallocate(fd2, FALLOC_FL_KEEP_SIZE, 0, nother * page))
 		ksft_exit_fail_msg("fallocate: %s\n", strerror(errno));
 	close(fd2);
-	freed = settle_counter(FREED, freed0 + nhole + nother) - freed0 - nhole;
-	typed = read_counter(TYPED) - typed0;
+	freed = gmem_settle_counter(FREED, freed0 + nhole + nother) - freed0 - nhole;
+	typed = gmem_counter(TYPED) - typed0;
 	ksft_test_result(typed == nother && freed == nother,
 			 "a second file: %ld folios typed, %ld freed on close (want %ld, %ld)\n",
 			 typed, freed, nother, nother);
 
 	close(fd);
 	/* Nothing else in the guest uses guest_memfd: the count is exact. */
-	freed = settle_counter(FREED, freed0 + npages + nother) - freed0 - nother;
+	freed = gmem_settle_counter(FREED, freed0 + npages + nother) - freed0 - nother;
 	ksft_test_result(freed == npages, "closing the first file ran the free hook %ld times in all (want %ld)\n",
 			 freed, npages);
 
@@ -155,21 +106,21 @@ int main(void)
 	 * touched through its mapping, then freed. KVM_CAP_GUEST_MEMFD_FLAGS is
 	 * ours (this test only runs with our modules' counters present).
 	 */
-	typed0 = read_counter(TYPED);
-	freed0 = read_counter(FREED);
-	fd = create_gmem(vm, npages * page, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED);
+	typed0 = gmem_counter(TYPED);
+	freed0 = gmem_counter(FREED);
+	fd = checked_gmem(vm, npages * page, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED);
 	mem = mmap(NULL, npages * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (mem == MAP_FAILED)
 		ksft_exit_fail_msg("mmap of a shared guest_memfd: %s\n", strerror(errno));
 	for (long i = 0; i < npages; i++)
 		mem[i * page] = 1;
-	typed = read_counter(TYPED) - typed0;
+	typed = gmem_counter(TYPED) - typed0;
 	ksft_test_result(typed == 0, "faulting %ld shared pages typed %ld folios (want 0)\n",
 			 npages, typed);
 	munmap(mem, npages * page);
 	close(fd);
 	usleep(200000);
-	freed = read_counter(FREED) - freed0;
+	freed = gmem_counter(FREED) - freed0;
 	ksft_test_result(freed == 0, "freeing %ld shared folios ran the free hook %ld times (want 0)\n",
 			 npages, freed);
 

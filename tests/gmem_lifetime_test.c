@@ -26,11 +26,12 @@
 #include <linux/kvm.h>
 
 #include "kselftest.h"
+#include "gmem_test.h"
 
 #define MODDIR		"/share/modules"
-#define TYPED		"/sys/kernel/debug/kvm/gmem_guestmem_folios"
-#define FREED		"/sys/kernel/debug/kvm/gmem_guestmem_frees"
-#define UNHANDLED	"/sys/kernel/debug/guestmem_unhandled_frees"
+#define TYPED		GMEM_TYPED
+#define FREED		GMEM_FREED
+#define UNHANDLED	GMEM_UNHANDLED
 
 static long page;
 
@@ -64,41 +65,6 @@ static bool reload(void)
 	if (access(MODDIR "/kvm.ko", R_OK) == 0)
 		return !load_file(MODDIR "/kvm.ko") && !load_file(MODDIR "/kvm-amd.ko");
 	return system("modprobe kvm_amd") == 0;
-}
-
-static void pin_to_cpu(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
-static long read_counter(const char *path)
-{
-	char buf[32] = "";
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-
-	if (fd >= 0)
-		close(fd);
-	return n > 0 ? strtol(buf, NULL, 10) : -1;
-}
-
-/* Does the running kernel have the mm-shim hook? (/proc/kallsyms, as root) */
-static bool kernel_has_hook(void)
-{
-	char line[256];
-	FILE *f = fopen("/proc/kallsyms", "r");
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, " guestmem_register_free_ops") != NULL;
-	fclose(f);
-	return found;
 }
 
 struct vm {
@@ -191,27 +157,27 @@ static void test_final_put_after_unload(void)
 	struct vm v;
 	int r;
 
-	if (!kernel_has_hook() || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+	if (!gmem_has_mm_hook() || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
 		ksft_test_result_skip("final put after unload: no mm-shim hook or one CPU\n");
 		ksft_test_result_skip("final put after unload: no mm-shim hook or one CPU\n");
 		ksft_test_result_skip("modules reload: no mm-shim hook or one CPU\n");
 		return;
 	}
-	if (read_counter(TYPED) < 0 || read_counter(UNHANDLED) < 0)
+	if (gmem_counter(TYPED) < 0 || gmem_counter(UNHANDLED) < 0)
 		ksft_exit_fail_msg("the kernel has the mm-shim hook, but %s or %s is missing\n",
 				   TYPED, UNHANDLED);
-	unhandled0 = read_counter(UNHANDLED);
-	typed0 = read_counter(TYPED);
-	freed0 = read_counter(FREED);
-	pin_to_cpu(1);
+	unhandled0 = gmem_counter(UNHANDLED);
+	typed0 = gmem_counter(TYPED);
+	freed0 = gmem_counter(FREED);
+	pin_cpu(1);
 	if (!vm_open(&v, 0, 0, npages) ||
 	    fallocate(v.gmem, FALLOC_FL_KEEP_SIZE, 0, npages * page))
 		ksft_exit_fail_msg("private guest_memfd: %s\n", strerror(errno));
-	pin_to_cpu(0);
+	pin_cpu(0);
 	vm_close_all_but_gmem(&v);
 	close(v.gmem);
-	typed = read_counter(TYPED) - typed0;
-	freed = read_counter(FREED) - freed0;
+	typed = gmem_counter(TYPED) - typed0;
+	freed = gmem_counter(FREED) - freed0;
 	late = typed == npages && freed < typed;
 	r = unload("kvm_amd");
 	r = r ?: unload("kvm");
@@ -219,7 +185,7 @@ static void test_final_put_after_unload(void)
 		ksft_exit_fail_msg("unload: %s\n", strerror(-r));
 
 	/* Fill CPU 1's LRU batch with anonymous pages so that it drains. */
-	pin_to_cpu(1);
+	pin_cpu(1);
 	{
 		size_t len = 256 * page;
 		char *anon = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -230,11 +196,11 @@ static void test_final_put_after_unload(void)
 		if (anon != MAP_FAILED)
 			munmap(anon, len);
 	}
-	pin_to_cpu(0);
+	pin_cpu(0);
 
 	/* mm's count, read with kvm.ko gone: each late folio freed once. */
 	for (int i = 0; i < 100; i++) {
-		unhandled = read_counter(UNHANDLED) - unhandled0;
+		unhandled = gmem_counter(UNHANDLED) - unhandled0;
 		if (unhandled >= typed - freed)
 			break;
 		usleep(10000);

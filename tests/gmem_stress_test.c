@@ -121,13 +121,6 @@ static bool fail(struct worker *w, const char *what, int vm, int pg, uint64_t wa
 	return false;
 }
 
-static int create_gmem(int vm, long size, unsigned long long flags)
-{
-	struct kvm_create_guest_memfd args = { .size = size, .flags = flags };
-
-	return ioctl(vm, KVM_CREATE_GUEST_MEMFD, &args);
-}
-
 /* SIGBUS probe: each thread jumps back to its own buffer. */
 static __thread sigjmp_buf probe_jmp;
 
@@ -151,13 +144,13 @@ static bool touch_sigbuses(volatile char *p)
  */
 static bool private_file_cycle(struct worker *w)
 {
-	int fd = create_gmem(vm_fd[w->id % NVMS], PRIV_PAGES * page, GUEST_MEMFD_FLAG_MMAP);
+	int fd = gmem_create(vm_fd[w->id % NVMS], PRIV_PAGES * page, GUEST_MEMFD_FLAG_MMAP);
 	char *mem;
 	bool ok = true;
 
 	w->privates++;
 	if (fd < 0) {
-		snprintf(w->failure, sizeof(w->failure), "create private file: %s", strerror(errno));
+		snprintf(w->failure, sizeof(w->failure), "create private file: %s", strerror(-fd));
 		return false;
 	}
 	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, PRIV_PAGES * page)) {
@@ -389,9 +382,9 @@ int main(int argc, char **argv)
 	sigaction(SIGBUS, &sa, NULL);
 	for (int v = 0; v < NVMS; v++) {
 		vm_fd[v] = ioctl(kvm_fd, KVM_CREATE_VM, 0);
-		shared_fd[v] = vm_fd[v] < 0 ? -1 : create_gmem(vm_fd[v], page_off(NPAGES), FLAGS);
+		shared_fd[v] = vm_fd[v] < 0 ? -1 : gmem_create(vm_fd[v], page_off(NPAGES), FLAGS);
 		if (shared_fd[v] < 0)
-			ksft_exit_fail_msg("VM %d guest_memfd: %s\n", v, strerror(errno));
+			ksft_exit_fail_msg("VM %d guest_memfd: %s\n", v, strerror(vm_fd[v] < 0 ? errno : -shared_fd[v]));
 		vcpus[v].vm = (struct vm){ .kvm = kvm_fd, .vm = vm_fd[v], .vcpu = -1,
 					   .gmem = shared_fd[v] };
 	}

@@ -92,16 +92,8 @@ static int vm_setup_decoy(struct vm *vm, bool default_vm, bool decoy, char *why,
 	r = vm_create_with_gmem(vm, type, gm.flags, why, whylen);
 	if (r != KSFT_PASS)
 		return r;
-	if (decoy) {
-		vm->other = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (vm->other == MAP_FAILED) {
-			vm->other = NULL;
-			snprintf(why, whylen, "mmap(anonymous): %s", strerror(errno));
-			return KSFT_FAIL;
-		}
-		memset(vm->other, 0xa5, MEM_SIZE);
-	}
+	if (decoy && !vm_map_decoy(vm, why, whylen))
+		return KSFT_FAIL;
 
 	/*
 	 * In-place: the memslot's userspace_addr is the guest_memfd mapping,

@@ -135,17 +135,8 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 	if (r != KSFT_PASS)
 		return r;
 
-	if (how == SETUP_DECOY) {
-		/* Bytes the guest must never see: 0xa5 where the data is checked. */
-		vm->other = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (vm->other == MAP_FAILED) {
-			vm->other = NULL;
-			snprintf(why, whylen, "mmap(anonymous): %s", strerror(errno));
-			return KSFT_FAIL;
-		}
-		memset(vm->other, 0xa5, MEM_SIZE);
-	}
+	if (how == SETUP_DECOY && !vm_map_decoy(vm, why, whylen))
+		return KSFT_FAIL;
 
 	region = (struct kvm_userspace_memory_region2){
 		.slot = 0,

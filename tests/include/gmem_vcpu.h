@@ -26,11 +26,8 @@
 #include <linux/kvm.h>
 
 #include "kselftest.h"
+#include "gmem_test.h"
 
-/* The v7 series' capability, in case the headers predate it. */
-#ifndef KVM_CAP_GMEM_SHARED_MEM
-#define KVM_CAP_GMEM_SHARED_MEM 239
-#endif
 
 #define MEM_SIZE	0x10000		/* guest_memfd and memslot size */
 #define CODE_GPA	0x1000		/* guest code */
@@ -76,13 +73,6 @@ static inline void arm_timeout(void)
 	sigaction(SIGALRM, &sa, NULL);
 	timed_out = 0;
 	alarm(CASE_TIMEOUT);
-}
-
-static inline int kvm_cap(int fd, long cap)
-{
-	int r = ioctl(fd, KVM_CHECK_EXTENSION, cap);
-
-	return r < 0 ? 0 : r;
 }
 
 static inline uint16_t get16(volatile uint8_t *p)
@@ -141,6 +131,24 @@ static inline int vm_create_with_gmem(struct vm *vm, unsigned long type, uint64_
 	}
 	vm->mem = mem;
 	return KSFT_PASS;
+}
+
+/*
+ * Decoy memory for a memslot's userspace_addr (vm->other): MEM_SIZE bytes of
+ * 0xa5 and no guest code, so a vCPU that faults from the hva instead of
+ * guest_memfd runs garbage and cannot pass a round.
+ */
+static inline bool vm_map_decoy(struct vm *vm, char *why, size_t whylen)
+{
+	vm->other = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (vm->other == MAP_FAILED) {
+		vm->other = NULL;
+		snprintf(why, whylen, "mmap(anonymous): %s", strerror(errno));
+		return false;
+	}
+	memset(vm->other, 0xa5, MEM_SIZE);
+	return true;
 }
 
 /* Host side: fill the data page with seed + i * step through the mapping. */
