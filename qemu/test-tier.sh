@@ -92,8 +92,11 @@ esac
 if { [ "$tier" = stock ] || [ "$tier" = debian ]; } && [ "${REGRESSION:-1}" != 0 ]; then
 	lists=("$top/tests/regression-list" "${lists[@]}")
 fi
+# A caller that brings its own tests (qemu-run, qemu-shell: --tests DIR)
+# needs none of the tier's staged, nor built.
+case " $* " in *" --tests "*) lists=() ;; esac
 [ ${#lists[@]} -eq 0 ] || "$top/scripts/stage-tests.sh" "$stage" "${lists[@]}"
-if [ "${REGRESSION:-1}" = 0 ]; then
+if [ "${REGRESSION:-1}" = 0 ] && [ -f "$stage/list" ]; then
 	# A subset of the tier's programs: only their rules apply.
 	awk 'NR == FNR { if ($1 !~ /^#/ && NF) ran[$1] = 1; next }
 	     /^[ \t]*(#|$)/ || $1 in ran || $1 == "modules"' "$stage/list" "$top/tests/expect/$tier" >"$stage/expect"
