@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * example_vmm: the smallest VMM that runs a guest out of host-mapped
- * guest_memfd. Copy it to start your own test.
+ * guest_memfd, written against mainline's ABI (Linux 6.18+), which our
+ * modules follow by default. Copy it to start your own test.
  *
- *   1. open /dev/kvm, check KVM_CAP_GMEM_SHARED_MEM and the VM type
- *   2. create a KVM_X86_SW_PROTECTED_VM (the x86 type whose guest_memfd the
- *      host may map) and a guest_memfd for it
+ *   1. open /dev/kvm, check that KVM_CAP_GUEST_MEMFD_FLAGS offers
+ *      GUEST_MEMFD_FLAG_MMAP and GUEST_MEMFD_FLAG_INIT_SHARED
+ *   2. create a default VM and a guest_memfd for it with those two flags:
+ *      mappable, and all its memory shared with the host
  *   3. mmap() the guest_memfd and bind it as a memslot at GPA 0, with the
- *      mapping as userspace_addr: host and guest then share the pages
+ *      mapping as userspace_addr (mainline's selftests do so; KVM faults
+ *      the guest's memory from the guest_memfd): host and guest then share
+ *      the pages
  *   4. write a real-mode program through the mapping, run one vCPU
  *   5. the guest adds 1 to a number the host left for it and exits with an
  *      OUT; the host reads the result through the same mapping
@@ -26,10 +30,6 @@
 #include <sys/mman.h>
 
 #include <linux/kvm.h>
-
-#ifndef KVM_CAP_GMEM_SHARED_MEM
-#define KVM_CAP_GMEM_SHARED_MEM 239	/* the v7 series' capability */
-#endif
 
 #define MEM_SIZE	0x10000		/* 64 KiB of guest memory at GPA 0 */
 #define CODE_GPA	0x1000
@@ -59,7 +59,10 @@ static int fail(const char *what)
 
 int main(void)
 {
-	struct kvm_create_guest_memfd gmem_args = { .size = MEM_SIZE };
+	struct kvm_create_guest_memfd gmem_args = {
+		.size = MEM_SIZE,
+		.flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED,
+	};
 	struct kvm_userspace_memory_region2 region;
 	int kvm, vm, gmem, vcpu, run_size;
 	struct kvm_sregs sregs;
@@ -70,17 +73,16 @@ int main(void)
 
 	printf("TAP version 13\n");
 
-	/* 1. Is it supported? Both checks answer 0 on a stock kernel. */
+	/* 1. Is it supported? The flags are 0 on a stock kernel. */
 	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm < 0)
 		return skip("no /dev/kvm");
-	if (ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_GMEM_SHARED_MEM) <= 0)
-		return skip("KVM_CAP_GMEM_SHARED_MEM is 0");
-	if (!(ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_VM_TYPES) & (1 << KVM_X86_SW_PROTECTED_VM)))
-		return skip("no KVM_X86_SW_PROTECTED_VM");
+	if ((ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_GUEST_MEMFD_FLAGS) & gmem_args.flags) !=
+	    gmem_args.flags)
+		return skip("no GUEST_MEMFD_FLAG_MMAP | INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS");
 
-	/* 2. The VM (its type is KVM_CREATE_VM's argument) and its guest_memfd. */
-	vm = ioctl(kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	/* 2. A default VM (KVM_CREATE_VM's argument is its type) and its guest_memfd. */
+	vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	if (vm < 0)
 		return fail("KVM_CREATE_VM");
 	gmem = ioctl(vm, KVM_CREATE_GUEST_MEMFD, &gmem_args);

@@ -3,9 +3,10 @@
  * gmem_abi_test: the guest_memfd mmap() ABI table, in both settings of the
  * kvm.gmem_mainline_abi module parameter (the test flips it and restores it).
  *
- *                          v7 (default)              mainline (=1)
+ *                          v7 (=0)                   mainline (=1, default)
  *  /dev/kvm FLAGS cap      MMAP|INIT_SHARED          MMAP|INIT_SHARED
  *  /dev/kvm 239 cap        1                         0
+ *  any VM GUEST_MEMFD cap  1                         1
  *  default VM FLAGS cap    MMAP|INIT_SHARED          MMAP|INIT_SHARED
  *  default VM, 0           mmap ENODEV, no memslot   same
  *  default VM, MMAP        mmap ok, touch SIGBUS     same
@@ -176,6 +177,13 @@ static void check_flags_cap(int fd, const char *who, unsigned long long want)
 			 who, r, want);
 }
 
+static void check_gmem_cap(int fd, const char *who)
+{
+	int r = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_GUEST_MEMFD);
+
+	ksft_test_result(r == 1, "%s: KVM_CAP_GUEST_MEMFD = %d (want 1)\n", who, r);
+}
+
 static void check_v7_cap(int fd, const char *who, int want)
 {
 	int r = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_GMEM_SHARED_MEM);
@@ -250,6 +258,7 @@ static void run_abi(bool mainline, bool have_swprot)
 	snprintf(who, sizeof(who), "%s default VM", abi);
 	vm = create_vm(0);
 	check_flags_cap(vm, who, MMAP | INIT);
+	check_gmem_cap(vm, who);
 	check_v7_cap(vm, who, 0);
 	check_bad_flags(vm, who, MMAP | INIT);
 	check_file(vm, who, 0, check_not_mappable);
@@ -265,12 +274,13 @@ static void run_abi(bool mainline, bool have_swprot)
 
 	snprintf(who, sizeof(who), "%s SW_PROTECTED VM", abi);
 	if (!have_swprot) {
-		for (int i = 0; i < 7; i++)
+		for (int i = 0; i < 8; i++)
 			ksft_test_result_skip("%s: KVM_X86_SW_PROTECTED_VM not supported\n", who);
 		return;
 	}
 	vm = create_vm(KVM_X86_SW_PROTECTED_VM);
 	check_flags_cap(vm, who, MMAP);
+	check_gmem_cap(vm, who);
 	check_v7_cap(vm, who, !mainline);
 	check_bad_flags(vm, who, MMAP);
 	check_file(vm, who, 0, mainline ? check_not_mappable : check_shared_mapping);
@@ -321,7 +331,9 @@ int main(void)
 	signal(SIGBUS, on_sigbus);
 
 	ksft_print_header();
-	ksft_set_plan(2 * (2 + 9 + 7));
+	ksft_set_plan(1 + 2 * (2 + 10 + 8));
+	/* The tiers load kvm.ko with its defaults: mainline's ABI. */
+	ksft_test_result(saved, "kvm.gmem_mainline_abi is Y as loaded (the default)\n");
 	run_abi(false, have_swprot);
 	run_abi(true, have_swprot);
 	set_mainline(saved);

@@ -3,11 +3,14 @@
  * gmem_mmap_test: host mmap() of guest_memfd, as our modules implement it
  * (Fuad Tabba's v7 series on Debian 6.12 KVM, plus a SIGBUS past EOF).
  *
- * Every case makes its own VM and guest_memfd. The "gmem" fixture uses a
- * KVM_X86_SW_PROTECTED_VM, the only x86 VM type whose guest_memfd may be
- * mapped; its cases SKIP when KVM_CAP_GMEM_SHARED_MEM is 0 (Debian's stock
- * modules). Where the series leaves a behaviour open, the case says what we
- * chose to expect and why, in the comment above it.
+ * Every case makes its own VM and guest_memfd. The "gmem" fixture follows
+ * the ABI the modules run: mainline's by default (a default VM, a
+ * guest_memfd with GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED), or
+ * with kvm.gmem_mainline_abi=0 the v7 one (a KVM_X86_SW_PROTECTED_VM and a
+ * flag-less guest_memfd, when KVM_CAP_GMEM_SHARED_MEM says so). Its cases
+ * SKIP when neither is there (Debian's stock modules). Where the series
+ * leaves a behaviour open, the case says what we chose to expect and why, in
+ * the comment above it.
  *
  * Build: make -C tests (static; our uapi headers; kselftest_harness.h).
  */
@@ -173,6 +176,7 @@ FIXTURE(gmem) {
 	int vm_fd;
 	int fd;
 	size_t size;
+	uint64_t flags;		/* of every guest_memfd the case makes */
 };
 
 FIXTURE_SETUP(gmem)
@@ -186,15 +190,23 @@ FIXTURE_SETUP(gmem)
 	self->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (self->kvm_fd < 0)
 		SKIP(return, "cannot open /dev/kvm: %s", strerror(errno));
-	if (kvm_cap(self->kvm_fd, KVM_CAP_GMEM_SHARED_MEM) <= 0)
-		SKIP(return, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
-	types = kvm_cap(self->kvm_fd, KVM_CAP_VM_TYPES);
-	if (!(types & (1 << KVM_X86_SW_PROTECTED_VM)))
-		SKIP(return, "KVM_X86_SW_PROTECTED_VM not in KVM_CAP_VM_TYPES (%#x)", types);
-
-	self->vm_fd = ioctl(self->kvm_fd, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
-	ASSERT_LE(0, self->vm_fd) TH_LOG("KVM_CREATE_VM(SW_PROTECTED): %s", strerror(errno));
-	self->fd = gmem_create(self->vm_fd, self->size, 0);
+	if (kvm_cap(self->kvm_fd, KVM_CAP_GMEM_SHARED_MEM) > 0) {
+		/* The v7 ABI (kvm.gmem_mainline_abi=0). */
+		types = kvm_cap(self->kvm_fd, KVM_CAP_VM_TYPES);
+		if (!(types & (1 << KVM_X86_SW_PROTECTED_VM)))
+			SKIP(return, "KVM_X86_SW_PROTECTED_VM not in KVM_CAP_VM_TYPES (%#x)", types);
+		self->vm_fd = ioctl(self->kvm_fd, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+		ASSERT_LE(0, self->vm_fd) TH_LOG("KVM_CREATE_VM(SW_PROTECTED): %s", strerror(errno));
+		self->flags = 0;
+	} else {
+		/* Mainline's ABI. */
+		self->flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
+		if ((kvm_cap(self->kvm_fd, KVM_CAP_GUEST_MEMFD_FLAGS) & self->flags) != self->flags)
+			SKIP(return, "neither KVM_CAP_GMEM_SHARED_MEM nor MMAP | INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS: this KVM cannot mmap() guest_memfd");
+		self->vm_fd = ioctl(self->kvm_fd, KVM_CREATE_VM, 0);
+		ASSERT_LE(0, self->vm_fd) TH_LOG("KVM_CREATE_VM(default): %s", strerror(errno));
+	}
+	self->fd = gmem_create(self->vm_fd, self->size, self->flags);
 	ASSERT_LE(0, self->fd) TH_LOG("KVM_CREATE_GUEST_MEMFD: %s", strerror(-self->fd));
 	sigbus_setup();
 }
@@ -224,8 +236,11 @@ TEST(cap_per_vm_type)
 	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm < 0)
 		SKIP(return, "cannot open /dev/kvm: %s", strerror(errno));
-	if (kvm_cap(kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0)
+	if (kvm_cap(kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
+		if (kvm_cap(kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP)
+			SKIP(return, "the v7 ABI is off (kvm.gmem_mainline_abi=1): KVM_CAP_GMEM_SHARED_MEM is 0");
 		SKIP(return, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
+	}
 	ASSERT_EQ(1, kvm_cap(kvm, KVM_CAP_GMEM_SHARED_MEM));
 	if (!(kvm_cap(kvm, KVM_CAP_VM_TYPES) & (1 << KVM_X86_SW_PROTECTED_VM)))
 		SKIP(return, "KVM_X86_SW_PROTECTED_VM not in KVM_CAP_VM_TYPES");
@@ -238,9 +253,61 @@ TEST(cap_per_vm_type)
 	vm0 = ioctl(kvm, KVM_CREATE_VM, 0);
 	ASSERT_LE(0, vm0);
 	EXPECT_EQ(0, kvm_cap(vm0, KVM_CAP_GMEM_SHARED_MEM));
+	EXPECT_EQ(1, kvm_cap(vm0, KVM_CAP_GUEST_MEMFD));
 
 	close(vm0);
 	close(vm1);
+	close(kvm);
+}
+
+/*
+ * What a VMM written for mainline (6.18+) probes: KVM_CAP_GUEST_MEMFD is 1
+ * on /dev/kvm and on every VM fd, default VMs too (mainline's answer; 6.12
+ * said 0 for VMs without private memory, and VMMs then turn guest_memfd
+ * off). With mainline's ABI (the default), capability 239 (the v7 series'
+ * KVM_CAP_GMEM_SHARED_MEM, mainline's KVM_CAP_ARM_WRITABLE_IMP_ID_REGS) is
+ * 0 everywhere and cannot be enabled on a VM.
+ */
+TEST(caps_every_vm)
+{
+	struct kvm_enable_cap cap = { .cap = KVM_CAP_GMEM_SHARED_MEM };
+	int kvm, vm0, vm1 = -1;
+	bool mainline;
+	char abi = 0;
+	FILE *f;
+
+	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm < 0)
+		SKIP(return, "cannot open /dev/kvm: %s", strerror(errno));
+	if (!(kvm_cap(kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP))
+		SKIP(return, "no GUEST_MEMFD_FLAG_MMAP: this KVM cannot mmap() guest_memfd");
+	f = fopen("/sys/module/kvm/parameters/gmem_mainline_abi", "r");
+	ASSERT_NE(NULL, f) TH_LOG("no kvm.gmem_mainline_abi parameter");
+	ASSERT_EQ(1, fscanf(f, " %c", &abi));
+	fclose(f);
+	mainline = abi == 'Y';
+	TH_LOG("kvm.gmem_mainline_abi=%c", abi);
+
+	EXPECT_EQ(1, kvm_cap(kvm, KVM_CAP_GUEST_MEMFD));
+	vm0 = ioctl(kvm, KVM_CREATE_VM, 0);
+	ASSERT_LE(0, vm0);
+	EXPECT_EQ(1, kvm_cap(vm0, KVM_CAP_GUEST_MEMFD));
+	if (kvm_cap(kvm, KVM_CAP_VM_TYPES) & (1 << KVM_X86_SW_PROTECTED_VM)) {
+		vm1 = ioctl(kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+		ASSERT_LE(0, vm1);
+		EXPECT_EQ(1, kvm_cap(vm1, KVM_CAP_GUEST_MEMFD));
+	}
+	if (mainline) {
+		EXPECT_EQ(0, kvm_cap(kvm, KVM_CAP_GMEM_SHARED_MEM));
+		EXPECT_EQ(0, kvm_cap(vm0, KVM_CAP_GMEM_SHARED_MEM));
+		if (vm1 >= 0)
+			EXPECT_EQ(0, kvm_cap(vm1, KVM_CAP_GMEM_SHARED_MEM));
+		EXPECT_EQ(-1, ioctl(vm0, KVM_ENABLE_CAP, &cap));
+		EXPECT_EQ(EINVAL, errno);
+	}
+	if (vm1 >= 0)
+		close(vm1);
+	close(vm0);
 	close(kvm);
 }
 
@@ -278,7 +345,7 @@ TEST(mmap_denied_default_vm)
 	close(kvm);
 }
 
-/* --- the SW_PROTECTED VM's guest_memfd --------------------------------- */
+/* --- the fixture's guest_memfd (mainline's or the v7 ABI) ---------------- */
 
 /*
  * Sizes must be positive multiples of the page size. v7 defines no creation
@@ -365,7 +432,7 @@ TEST_F(gmem, independent_files)
 	uint8_t *m1, *m2;
 	int fd2;
 
-	fd2 = gmem_create(self->vm_fd, self->size, 0);
+	fd2 = gmem_create(self->vm_fd, self->size, self->flags);
 	ASSERT_LE(0, fd2);
 	ASSERT_EQ(0, fstat(self->fd, &st1));
 	ASSERT_EQ(0, fstat(fd2, &st2));
@@ -663,7 +730,7 @@ TEST_F(gmem, madv_hugepage_collapse)
 	uintptr_t aligned;
 	int fd, r;
 
-	fd = gmem_create(self->vm_fd, SZ_2M, 0);
+	fd = gmem_create(self->vm_fd, SZ_2M, self->flags);
 	ASSERT_LE(0, fd);
 
 	/* A 2M-aligned 2M mapping, so a PMD could map it if anything tried. */

@@ -76,7 +76,10 @@ static int vm_setup_decoy(struct vm *vm, bool default_vm, bool decoy, char *why,
 			return KSFT_SKIP;
 		}
 	} else if (kvm_cap(vm->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
-		snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
+		if (kvm_cap(vm->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP)
+			snprintf(why, whylen, "the v7 ABI is off (kvm.gmem_mainline_abi=1): KVM_CAP_GMEM_SHARED_MEM is 0");
+		else
+			snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
 		return KSFT_SKIP;
 	}
 	types = kvm_cap(vm->kvm, KVM_CAP_VM_TYPES);
