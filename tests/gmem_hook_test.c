@@ -5,7 +5,8 @@
  * keeps in debugfs (kvm/gmem_guestmem_folios, kvm/gmem_guestmem_frees):
  * allocating N private pages must type exactly N folios, and freeing them
  * must run the hook exactly N times, for each file on its own; the folios
- * of a shared (mappable) guest_memfd are never typed. Skips (exit 4) only on
+ * of a shared (mappable) guest_memfd are never typed, and touching private
+ * memory from the host allocates (types) nothing. Skips (exit 4) only on
  * kernels without the hook; on a kernel that has it (it exports
  * guestmem_register_free_ops), missing counters are a failure: kvm.ko was
  * built without the hook.
@@ -13,6 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,29 @@
 #define TYPED	GMEM_TYPED
 #define FREED	GMEM_FREED
 
+static sigjmp_buf sigbus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(sigbus_jmp, 1);
+}
+
+/* Write one byte; 1 if that raised SIGBUS. */
+static int touch_sigbuses(volatile char *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int hit = 0;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(sigbus_jmp, 1))
+		hit = 1;
+	else
+		*p = 1;
+	sigaction(SIGBUS, &old, NULL);
+	return hit;
+}
+
 static int checked_gmem(int vm, long size, unsigned long long flags)
 {
 	int fd = gmem_create(vm, size, flags);
@@ -45,6 +71,7 @@ int main(void)
 	const long page = getpagesize(), npages = 16, nhole = 4, nother = 8;
 	long typed0, freed0, typed, freed;
 	int kvm, vm, fd, fd2;
+	long sigbuses;
 	char *mem;
 
 	/* One CPU: the LRU batch that holds new folios is drained by our frees. */
@@ -58,7 +85,7 @@ int main(void)
 	}
 
 	ksft_print_header();
-	ksft_set_plan(6);
+	ksft_set_plan(7);
 
 	kvm = open("/dev/kvm", O_RDWR);
 	if (kvm < 0)
@@ -123,6 +150,25 @@ int main(void)
 	freed = gmem_counter(FREED) - freed0;
 	ksft_test_result(freed == 0, "freeing %ld shared folios ran the free hook %ld times (want 0)\n",
 			 npages, freed);
+
+	/*
+	 * Touching private memory from the host SIGBUSes and allocates
+	 * nothing: no folio gets typed (mainline's MMAP-only file).
+	 */
+	typed0 = gmem_counter(TYPED);
+	fd = checked_gmem(vm, npages * page, GUEST_MEMFD_FLAG_MMAP);
+	mem = mmap(NULL, npages * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		ksft_exit_fail_msg("mmap of a private guest_memfd: %s\n", strerror(errno));
+	sigbuses = 0;
+	for (long i = 0; i < npages; i++)
+		sigbuses += touch_sigbuses(mem + i * page);
+	typed = gmem_counter(TYPED) - typed0;
+	ksft_test_result(sigbuses == npages && typed == 0,
+			 "touching %ld private pages: %ld SIGBUS, %ld folios allocated (want %ld, 0)\n",
+			 npages, sigbuses, typed, npages);
+	munmap(mem, npages * page);
+	close(fd);
 
 	close(vm);
 	close(kvm);
