@@ -35,6 +35,7 @@ run_step() {
 # debian/changelog must be at VERSION too.
 run_step "dkms.conf, changelog up to date" build/results/dkms-conf.log scripts/check-packaging.sh
 run_step "package: make deb, lintian" build/results/deb.log scripts/check-deb.sh
+run_step "package: dkms build (native)" build/results/dkms-build.log scripts/check-dkms-build.sh
 run_step "prepare + modules (Debian kernel)" build/results/modules.log make -s modules
 run_step "selftests + tests" build/results/selftests.log make -s selftests
 run_step "series check (patch by patch)" build/results/check-series.log scripts/check-series.sh
