@@ -24,7 +24,8 @@
  *      GUEST_MEMFD_FLAG_MMAP alone makes private memory: a host touch SIGBUSes
  *      (with the v7 ABI every guest_memfd of an arm64 VM is shared: SKIP).
  * Cases 1-3 SKIP without KVM_CAP_GMEM_SHARED_MEM (the v7 ABI), 4-5 without
- * the flags in KVM_CAP_GUEST_MEMFD_FLAGS.
+ * the flags in KVM_CAP_GUEST_MEMFD_FLAGS; 6 checks the capabilities a
+ * mainline VMM probes.
  *
  * The guest runs with its MMU off, so its accesses are Device/Non-cacheable:
  * fine under TCG, and with FEAT_S2FWB on hardware.
@@ -321,12 +322,64 @@ out:
 	return r;
 }
 
+/*
+ * What an arm64 VMM written for mainline probes: KVM_CAP_GUEST_MEMFD is 1 on
+ * a VM fd; with mainline's ABI (the default) capability 239 (the v7 series'
+ * KVM_CAP_GMEM_SHARED_MEM, mainline's KVM_CAP_ARM_WRITABLE_IMP_ID_REGS) is 0
+ * on /dev/kvm and on the VM, and enabling it fails with EINVAL; with the v7
+ * ABI it is 1 (the collision README's ABI section warns about).
+ */
+static int case_caps_every_vm(char *why, size_t whylen)
+{
+	struct kvm_enable_cap cap = { .cap = KVM_CAP_GMEM_SHARED_MEM };
+	int kvm, vm = -1, r = KSFT_FAIL, c239;
+	char abi = 0;
+	FILE *f;
+
+	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm < 0) {
+		snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	f = fopen("/sys/module/kvm/parameters/gmem_mainline_abi", "r");
+	if (!f || fscanf(f, " %c", &abi) != 1) {
+		snprintf(why, whylen, "no kvm.gmem_mainline_abi parameter");
+		goto out;
+	}
+	vm = ioctl(kvm, KVM_CREATE_VM, 0);
+	if (vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
+		goto out;
+	}
+	c239 = kvm_cap(vm, KVM_CAP_GMEM_SHARED_MEM);
+	if (kvm_cap(vm, KVM_CAP_GUEST_MEMFD) != 1)
+		snprintf(why, whylen, "KVM_CAP_GUEST_MEMFD on a VM fd is %d, want 1",
+			 kvm_cap(vm, KVM_CAP_GUEST_MEMFD));
+	else if (abi == 'Y' && (kvm_cap(kvm, KVM_CAP_GMEM_SHARED_MEM) || c239))
+		snprintf(why, whylen, "capability 239 is %d (/dev/kvm), %d (VM) with mainline's ABI, want 0",
+			 kvm_cap(kvm, KVM_CAP_GMEM_SHARED_MEM), c239);
+	else if (abi == 'Y' && (!ioctl(vm, KVM_ENABLE_CAP, &cap) || errno != EINVAL))
+		snprintf(why, whylen, "KVM_ENABLE_CAP(239) did not fail with EINVAL");
+	else if (abi != 'Y' && kvm_cap(kvm, KVM_CAP_GMEM_SHARED_MEM) != 1)
+		snprintf(why, whylen, "capability 239 is not 1 on /dev/kvm with the v7 ABI");
+	else
+		r = KSFT_PASS;
+out:
+	if (f)
+		fclose(f);
+	if (vm >= 0)
+		close(vm);
+	close(kvm);
+	return r;
+}
+
 static const struct gmem_case cases[] = {
 	{ "guest_reads_host_pattern", case_guest_reads_host_pattern },
 	{ "punch_hole_seen_by_guest", case_punch_hole_seen_by_guest },
 	{ "memory_comes_from_gmem", case_memory_comes_from_gmem },
 	{ "mainline_flags", case_mainline_flags },
 	{ "private_memory_hidden_from_host", case_private_memory_hidden_from_host },
+	{ "caps_every_vm", case_caps_every_vm },
 };
 
 int main(void)
