@@ -28,43 +28,16 @@
 #include "kselftest.h"
 #include "gmem_test.h"
 
-#define MODDIR		"/share/modules"
 #define TYPED		GMEM_TYPED
 #define FREED		GMEM_FREED
 #define UNHANDLED	GMEM_UNHANDLED
 
 static long page;
 
-static int unload(const char *name)
-{
-	/* A VM's teardown may finish just after the last close: retry a bit. */
-	for (int i = 0; i < 50; i++) {
-		if (!syscall(SYS_delete_module, name, O_NONBLOCK))
-			return 0;
-		if (errno != EBUSY && errno != EAGAIN)
-			return -errno;
-		usleep(20000);
-	}
-	return -EBUSY;
-}
-
-static int load_file(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
-
-	if (fd < 0)
-		return -errno;
-	r = syscall(SYS_finit_module, fd, "", 0);
-	r = r ? -errno : 0;
-	close(fd);
-	return r;
-}
-
+/* kvm, then kvm_amd: ours from /share/modules, else Debian's. */
 static bool reload(void)
 {
-	if (access(MODDIR "/kvm.ko", R_OK) == 0)
-		return !load_file(MODDIR "/kvm.ko") && !load_file(MODDIR "/kvm-amd.ko");
-	return system("modprobe kvm_amd") == 0;
+	return !gmem_load_module("kvm", "kvm.ko") && !gmem_load_module("kvm_amd", "kvm-amd.ko");
 }
 
 struct vm {
@@ -99,14 +72,14 @@ static void test_gmem_fd_pins_modules(void)
 	if (!vm_open(&v, 0, 0, 4))
 		ksft_exit_fail_msg("VM with guest_memfd: %s\n", strerror(errno));
 	vm_close_all_but_gmem(&v);
-	busy_amd = unload("kvm_amd");
-	busy_kvm = unload("kvm");
+	busy_amd = gmem_unload_module("kvm_amd");
+	busy_kvm = gmem_unload_module("kvm");
 	ksft_test_result(busy_amd == -EBUSY && busy_kvm == -EBUSY,
 			 "an open guest_memfd keeps kvm_amd and kvm loaded (%s, %s)\n",
 			 strerror(-busy_amd), strerror(-busy_kvm));
 	close(v.gmem);
-	r_amd = unload("kvm_amd");
-	r_kvm = unload("kvm");
+	r_amd = gmem_unload_module("kvm_amd");
+	r_kvm = gmem_unload_module("kvm");
 	ksft_test_result(!r_amd && !r_kvm, "unload succeeds once the guest_memfd is closed (%s, %s)\n",
 			 strerror(-r_amd), strerror(-r_kvm));
 	ksft_test_result(reload(), "modules reload\n");
@@ -131,13 +104,13 @@ static void test_mapping_pins_modules(void)
 	mem[0] = 1;
 	vm_close_all_but_gmem(&v);
 	close(v.gmem);
-	busy = unload("kvm_amd");
+	busy = gmem_unload_module("kvm_amd");
 	ksft_test_result(busy == -EBUSY && mem[0] == 1,
 			 "a mapping alone keeps kvm_amd loaded and stays usable (%s)\n",
 			 strerror(-busy));
 	munmap(mem, 4 * page);
-	r_amd = unload("kvm_amd");
-	r_kvm = unload("kvm");
+	r_amd = gmem_unload_module("kvm_amd");
+	r_kvm = gmem_unload_module("kvm");
 	ksft_test_result(!r_amd && !r_kvm, "unload succeeds after munmap (%s, %s)\n",
 			 strerror(-r_amd), strerror(-r_kvm));
 	ksft_test_result(reload(), "modules reload\n");
@@ -179,8 +152,8 @@ static void test_final_put_after_unload(void)
 	typed = gmem_counter(TYPED) - typed0;
 	freed = gmem_counter(FREED) - freed0;
 	late = typed == npages && freed < typed;
-	r = unload("kvm_amd");
-	r = r ?: unload("kvm");
+	r = gmem_unload_module("kvm_amd");
+	r = r ?: gmem_unload_module("kvm");
 	if (r)
 		ksft_exit_fail_msg("unload: %s\n", strerror(-r));
 

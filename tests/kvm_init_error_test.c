@@ -26,40 +26,11 @@
 #include <sys/syscall.h>
 
 #include "kselftest.h"
+#include "gmem_test.h"
 
-#define MODDIR		"/share/modules"
 #define KVM_DEBUGFS	"/sys/kernel/debug/kvm"
 #define MSR_EFER	0xc0000080
 #define EFER_SVME	(1ULL << 12)
-
-static int unload(const char *name)
-{
-	for (int i = 0; i < 50; i++) {
-		if (!syscall(SYS_delete_module, name, O_NONBLOCK))
-			return 0;
-		if (errno != EBUSY && errno != EAGAIN)
-			return -errno;
-		usleep(20000);
-	}
-	return -EBUSY;
-}
-
-/* Load one module: ours from MODDIR, else Debian's by modprobe. */
-static int load(const char *name, const char *file)
-{
-	char path[128], cmd[128];
-	int fd, r;
-
-	snprintf(path, sizeof(path), MODDIR "/%s", file);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(cmd, sizeof(cmd), "modprobe %s 2>/dev/null", name);
-		return system(cmd) ? -EIO : 0;
-	}
-	r = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
-	close(fd);
-	return r;
-}
 
 /* Set or clear EFER.SVME on every CPU; false if an MSR access failed. */
 static bool set_svme(long ncpus, bool on)
@@ -102,17 +73,17 @@ int main(void)
 	ksft_print_header();
 	ksft_set_plan(5);
 
-	r_amd = unload("kvm_amd");
-	r_kvm = unload("kvm");
+	r_amd = gmem_unload_module("kvm_amd");
+	r_kvm = gmem_unload_module("kvm");
 	if (r_amd || r_kvm)
 		ksft_exit_fail_msg("unload: %s, %s\n", strerror(-r_amd), strerror(-r_kvm));
-	r = load("kvm", "kvm.ko");
+	r = gmem_load_module("kvm", "kvm.ko");
 	if (r)
 		ksft_exit_fail_msg("load kvm: %s\n", strerror(-r));
 
 	if (!set_svme(ncpus, true))
 		ksft_exit_fail_msg("setting EFER.SVME: %s\n", strerror(errno));
-	r = load("kvm_amd", "kvm-amd.ko");
+	r = gmem_load_module("kvm_amd", "kvm-amd.ko");
 	if (!set_svme(ncpus, false))
 		ksft_exit_fail_msg("clearing EFER.SVME: %s\n", strerror(errno));
 	ksft_test_result(r != 0, "kvm_amd does not load while EFER.SVME is set (%s)\n",
@@ -120,13 +91,13 @@ int main(void)
 
 	ksft_test_result(access(KVM_DEBUGFS, F_OK) && errno == ENOENT,
 			 "no %s after the failed kvm_init()\n", KVM_DEBUGFS);
-	r = unload("kvm");
+	r = gmem_unload_module("kvm");
 	ksft_test_result(!r, "kvm unloads after it (%s)\n", strerror(-r));
 	ksft_test_result(access(KVM_DEBUGFS, F_OK) && errno == ENOENT,
 			 "no %s after rmmod kvm\n", KVM_DEBUGFS);
 
-	r = load("kvm", "kvm.ko");
-	r = r ?: load("kvm_amd", "kvm-amd.ko");
+	r = gmem_load_module("kvm", "kvm.ko");
+	r = r ?: gmem_load_module("kvm_amd", "kvm-amd.ko");
 	ksft_test_result(!r && !access(KVM_DEBUGFS, F_OK) && !access("/dev/kvm", F_OK),
 			 "kvm and kvm_amd load again, with %s and /dev/kvm\n", KVM_DEBUGFS);
 	ksft_finished();

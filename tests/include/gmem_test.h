@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/kvm.h>
 
@@ -106,6 +107,42 @@ static inline long gmem_settle_counter(const char *path, long target)
 		usleep(10000);
 	usleep(100000);
 	return gmem_counter(path);
+}
+
+/*
+ * Unload module @name (delete_module), retrying a little: a VM's teardown
+ * may finish just after its last fd is closed. 0 or -errno.
+ */
+static inline int gmem_unload_module(const char *name)
+{
+	for (int i = 0; i < 50; i++) {
+		if (!syscall(SYS_delete_module, name, O_NONBLOCK))
+			return 0;
+		if (errno != EBUSY && errno != EAGAIN)
+			return -errno;
+		usleep(20000);
+	}
+	return -EBUSY;
+}
+
+/*
+ * Load module @name: ours from /share/modules/@file when the guest harness
+ * put it there, else Debian's by modprobe. 0 or -errno.
+ */
+static inline int gmem_load_module(const char *name, const char *file)
+{
+	char path[128], cmd[128];
+	int fd, r;
+
+	snprintf(path, sizeof(path), "/share/modules/%s", file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(cmd, sizeof(cmd), "modprobe %s 2>/dev/null", name);
+		return system(cmd) ? -EIO : 0;
+	}
+	r = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
+	close(fd);
+	return r;
 }
 
 #endif /* GMEM_TEST_H */

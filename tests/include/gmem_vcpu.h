@@ -199,6 +199,25 @@ static inline bool expect_round(struct vm *vm, uint8_t seed, uint8_t step, int w
 }
 
 /*
+ * The decoy case, once set up: with userspace_addr on the decoy, a round on
+ * the host's pattern @seed, @step must still pass (the vCPU ran from
+ * guest_memfd), and the decoy must be untouched, every byte 0xa5.
+ */
+static inline bool decoy_round(struct vm *vm, uint8_t seed, uint8_t step, char *why, size_t whylen)
+{
+	host_fill(vm, seed, step);
+	if (!expect_round(vm, seed, step, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
+		return false;
+	for (size_t i = 0; i < MEM_SIZE; i++) {
+		if (((uint8_t *)vm->other)[i] != 0xa5) {
+			snprintf(why, whylen, "the memory behind userspace_addr changed at %#zx", i);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
  * On a fresh VM: the guest maps the data page with the host's pattern; after
  * a punch hole the host and then the guest read zeroes; a new host pattern is
  * what the guest sees next, not the old one.
