@@ -431,6 +431,11 @@ int main(void)
 	signal(SIGBUS, on_sigbus);
 
 	ksft_print_header();
+	if (gmem_has_mm_hook() && gmem_counter(GMEM_TYPED) < 0)
+		ksft_exit_fail_msg("the kernel has the mm-shim hook but %s cannot be read\n",
+				   GMEM_TYPED);
+	ksft_print_msg("private touches: typed folio count %s\n",
+		       gmem_has_mm_hook() ? "checked (mm-shim hook)" : "not checked (no mm-shim hook)");
 	ksft_set_plan(1 + 2 * (2 + DEFAULT_VM_CASES + SWPROT_CASES));
 	/* The tiers load kvm.ko with its defaults: mainline's ABI. */
 	ksft_test_result(saved, "kvm.gmem_mainline_abi is Y as loaded (the default)\n");
