@@ -23,8 +23,9 @@
  *  SW_PROT, INIT_SHARED    EINVAL                    EINVAL
  *  any VM, other flag bit  EINVAL                    EINVAL
  *
- * (*) on every page, allocating nothing: mincore() shows no page, st_blocks
- * and (mm-shim kernel) debugfs kvm/gmem_guestmem_folios are unchanged.
+ * (*) on every page, allocating nothing: cachestat() counts no page of the
+ * file (where the kernel has it), st_blocks and (mm-shim kernel) debugfs
+ * kvm/gmem_guestmem_folios are unchanged; one of the two probes must exist.
  * Everywhere: MAP_PRIVATE EINVAL, SIGBUS past EOF, zero-fill on first touch,
  * MADV_COLLAPSE refused. A VM and its guest_memfds keep the ABI the VM was
  * created under: flipping the parameter changes neither an existing
@@ -42,7 +43,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <linux/kvm.h>
+#include <linux/mman.h>
 
 #include "kselftest.h"
 #include "gmem_test.h"
@@ -77,20 +80,25 @@ static int touch(volatile char *p)
 	return *p;
 }
 
-/*
- * How many pages of @fd's page cache are allocated, seen through mincore() on
- * a mapping of it (guest_memfd keeps no i_blocks: st_blocks is always 0).
- */
-static int resident_pages(char *mem)
-{
-	unsigned char vec[NPAGES];
-	int n = 0;
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
 
-	if (mincore(mem, NPAGES * page, vec))
-		return -errno;
-	for (int i = 0; i < NPAGES; i++)
-		n += vec[i] & 1;
-	return n;
+/*
+ * How many pages @fd has in its page cache, up to date or not: cachestat()
+ * (Linux 6.5; the shim kernel has no CONFIG_CACHESTAT_SYSCALL), -1 without
+ * it. mincore() would not do: it only counts pages that are up to date, and
+ * a folio allocated by a refused fault never is. guest_memfd keeps no
+ * i_blocks, so st_blocks (checked anyway) is always 0.
+ */
+static long cached_pages(int fd)
+{
+	struct cachestat_range range = { 0, NPAGES * page };
+	struct cachestat cs;
+
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0))
+		return -1;
+	return cs.nr_cache;
 }
 
 static long long file_blocks(int fd)
@@ -158,20 +166,21 @@ static int bind_slot(int vm, int gmem, void *hva)
 static bool check_shared_mapping(int fd, const char **why)
 {
 	char *mem = map(fd, MAP_SHARED), *priv;
+	bool probe = cached_pages(fd) >= 0;
 	bool ok = true;
 
 	if (mem == MAP_FAILED) {
 		*why = "mmap failed";
 		return false;
 	}
-	if (resident_pages(mem) != 0)
+	if (probe && cached_pages(fd) != 0)
 		ok = false, *why = "pages allocated before any touch";
 	if (ok && touch(mem) != 0)
 		ok = false, *why = "first touch not zero";
 	memset(mem, 0x5a, NPAGES * page);
 	/* The positive control of the allocation probe of private memory. */
-	if (ok && resident_pages(mem) != NPAGES)
-		ok = false, *why = "mincore() does not show the touched pages";
+	if (ok && probe && cached_pages(fd) != NPAGES)
+		ok = false, *why = "cachestat() does not count the touched pages";
 	if (ok && touch(mem + NPAGES * page - 1) != 0x5a)
 		ok = false, *why = "no read-back";
 	if (ok && touch(mem + NPAGES * page) != -1)
@@ -189,8 +198,8 @@ static bool check_shared_mapping(int fd, const char **why)
 
 /*
  * A mappable guest_memfd whose memory is private: every fault SIGBUSes and
- * allocates nothing: no page in the page cache (mincore), st_blocks and, with
- * the mm-shim hook, kvm.ko's count of typed folios unchanged.
+ * allocates nothing: no page in the page cache (cachestat), st_blocks and,
+ * with the mm-shim hook, kvm.ko's count of typed folios unchanged.
  */
 static bool check_private_mapping(int fd, const char **why)
 {
@@ -207,8 +216,8 @@ static bool check_private_mapping(int fd, const char **why)
 		if (touch(mem + i * page) != -1)
 			ok = false, *why = "touching private memory did not SIGBUS";
 	}
-	if (ok && resident_pages(mem) != 0)
-		ok = false, *why = "touching private memory allocated it (mincore)";
+	if (ok && cached_pages(fd) > 0)
+		ok = false, *why = "touching private memory allocated it (cachestat)";
 	if (ok && file_blocks(fd) != blocks)
 		ok = false, *why = "touching private memory changed st_blocks";
 	if (ok && typed_folios() != typed)
@@ -434,8 +443,21 @@ int main(void)
 	if (gmem_has_mm_hook() && gmem_counter(GMEM_TYPED) < 0)
 		ksft_exit_fail_msg("the kernel has the mm-shim hook but %s cannot be read\n",
 				   GMEM_TYPED);
-	ksft_print_msg("private touches: typed folio count %s\n",
-		       gmem_has_mm_hook() ? "checked (mm-shim hook)" : "not checked (no mm-shim hook)");
+	{
+		int pvm = create_vm(0), probe = create_gmem(pvm, MMAP);
+		bool cachestat = probe >= 0 && cached_pages(probe) >= 0;
+
+		if (probe >= 0)
+			close(probe);
+		close(pvm);
+
+		/* Without either, "allocates nothing" would be checked by nothing. */
+		if (!cachestat && !gmem_has_mm_hook())
+			ksft_exit_fail_msg("neither cachestat() nor the mm-shim counter: cannot see allocations\n");
+		ksft_print_msg("allocation probes: cachestat() %s, typed folio count %s\n",
+			       cachestat ? "yes" : "no (CONFIG_CACHESTAT_SYSCALL off)",
+			       gmem_has_mm_hook() ? "yes (mm-shim hook)" : "no (no mm-shim hook)");
+	}
 	ksft_set_plan(1 + 2 * (2 + DEFAULT_VM_CASES + SWPROT_CASES));
 	/* The tiers load kvm.ko with its defaults: mainline's ABI. */
 	ksft_test_result(saved, "kvm.gmem_mainline_abi is Y as loaded (the default)\n");
