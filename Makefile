@@ -57,7 +57,9 @@ qemu-shell: $(X86_MODULES)
 
 # Run your own static program in a guest: make qemu-run RUN=./prog ARGS='-v 3'
 # (TIER=arm64: an aarch64 static program, e.g. built with aarch64-linux-gnu-gcc -static)
-qemu-run: $(X86_MODULES)
+# A program of ours (RUN=build/tests/NAME, build/selftests/...) is built first.
+RUN_TESTS := $(if $(filter build/% ./build/% $(CURDIR)/build/%,$(RUN)),$(X86_TESTS))
+qemu-run: $(X86_MODULES) $(RUN_TESTS)
 	@scripts/install-deps.sh $(GUEST_DEPS)
 	@test -n "$(RUN)" || { echo "usage: make qemu-run RUN=<static program> [ARGS='...'] [TIER=shim|arm64] [MODULES=stock]"; exit 2; }
 	@TIER=$(TIER) qemu/run-program.sh $(RUN) $(ARGS)

@@ -1,26 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gmem_abi_test: the guest_memfd mmap() ABI table, in both settings of the
- * kvm.gmem_mainline_abi module parameter (the test flips it and restores it).
+ * kvm.gmem_mainline_abi module parameter: the test writes the parameter
+ * itself (v7 round, then mainline round) and restores it, so one run covers
+ * both. README's ABI table is this one.
  *
- *                          v7 (=0)                   mainline (=1, default)
+ *                          mainline (=1, default)    v7 (=0)
  *  /dev/kvm FLAGS cap      MMAP|INIT_SHARED          MMAP|INIT_SHARED
- *  /dev/kvm 239 cap        1                         0
+ *  /dev/kvm 239 cap        0                         1
  *  any VM GUEST_MEMFD cap  1                         1
+ *  any VM ENABLE_CAP(239)  EINVAL                    EINVAL
  *  default VM FLAGS cap    MMAP|INIT_SHARED          MMAP|INIT_SHARED
+ *  default VM 239 cap      0                         0
  *  default VM, 0           mmap ENODEV, no memslot   same
- *  default VM, MMAP        mmap ok, touch SIGBUS     same
+ *  default VM, MMAP        mmap ok, touch SIGBUS(*)  same
  *  default VM, MMAP|INIT   shared, gmem-only memslot same
  *  default VM, INIT        mmap ENODEV               same
  *  SW_PROT FLAGS cap       MMAP                      MMAP
- *  SW_PROT 239 cap         1                         0
- *  SW_PROT, 0              mmap ok, shared           mmap ENODEV
- *  SW_PROT, MMAP           mmap ok, shared           mmap ok, touch SIGBUS
+ *  SW_PROT 239 cap         0                         1
+ *  SW_PROT, 0              mmap ENODEV               mmap ok, shared
+ *  SW_PROT, MMAP           mmap ok, touch SIGBUS(*)  mmap ok, shared
  *  SW_PROT, INIT_SHARED    EINVAL                    EINVAL
  *  any VM, other flag bit  EINVAL                    EINVAL
  *
+ * (*) on every page, allocating nothing: cachestat() counts no page of the
+ * file (where the kernel has it), st_blocks and (mm-shim kernel) debugfs
+ * kvm/gmem_guestmem_folios are unchanged; one of the two probes must exist.
  * Everywhere: MAP_PRIVATE EINVAL, SIGBUS past EOF, zero-fill on first touch,
- * MADV_COLLAPSE refused. A guest_memfd keeps the ABI it was created under.
+ * MADV_COLLAPSE refused. A VM and its guest_memfds keep the ABI the VM was
+ * created under: flipping the parameter changes neither an existing
+ * guest_memfd nor a VM's cap 239 nor the guest_memfds that VM creates later.
  * Skips (exit 4) with modules that lack KVM_CAP_GUEST_MEMFD_FLAGS.
  */
 #include <errno.h>
@@ -33,9 +42,13 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <linux/kvm.h>
+#include <linux/mman.h>
 
 #include "kselftest.h"
+#include "gmem_test.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
@@ -45,6 +58,9 @@
 #define MMAP	GUEST_MEMFD_FLAG_MMAP
 #define INIT	GUEST_MEMFD_FLAG_INIT_SHARED
 #define NPAGES	4
+/* Cases per ABI setting: /dev/kvm has 2. */
+#define DEFAULT_VM_CASES	11
+#define SWPROT_CASES		10
 
 static int kvm_fd;
 static long page;
@@ -62,6 +78,40 @@ static int touch(volatile char *p)
 	if (sigsetjmp(sigbus_jmp, 1))
 		return -1;
 	return *p;
+}
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+/*
+ * How many pages @fd has in its page cache, up to date or not: cachestat()
+ * (Linux 6.5; the shim kernel has no CONFIG_CACHESTAT_SYSCALL), -1 without
+ * it. mincore() would not do: it only counts pages that are up to date, and
+ * a folio allocated by a refused fault never is. guest_memfd keeps no
+ * i_blocks, so st_blocks (checked anyway) is always 0.
+ */
+static long cached_pages(int fd)
+{
+	struct cachestat_range range = { 0, NPAGES * page };
+	struct cachestat cs;
+
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0))
+		return -1;
+	return cs.nr_cache;
+}
+
+static long long file_blocks(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? -1 : (long long)st.st_blocks;
+}
+
+/* kvm.ko's count of guestmem-typed folios, -1 without the mm-shim hook. */
+static long typed_folios(void)
+{
+	return gmem_has_mm_hook() ? gmem_counter(GMEM_TYPED) : -1;
 }
 
 static void set_mainline(bool on)
@@ -116,15 +166,21 @@ static int bind_slot(int vm, int gmem, void *hva)
 static bool check_shared_mapping(int fd, const char **why)
 {
 	char *mem = map(fd, MAP_SHARED), *priv;
+	bool probe = cached_pages(fd) >= 0;
 	bool ok = true;
 
 	if (mem == MAP_FAILED) {
 		*why = "mmap failed";
 		return false;
 	}
-	if (touch(mem) != 0)
+	if (probe && cached_pages(fd) != 0)
+		ok = false, *why = "pages allocated before any touch";
+	if (ok && touch(mem) != 0)
 		ok = false, *why = "first touch not zero";
 	memset(mem, 0x5a, NPAGES * page);
+	/* The positive control of the allocation probe of private memory. */
+	if (ok && probe && cached_pages(fd) != NPAGES)
+		ok = false, *why = "cachestat() does not count the touched pages";
 	if (ok && touch(mem + NPAGES * page - 1) != 0x5a)
 		ok = false, *why = "no read-back";
 	if (ok && touch(mem + NPAGES * page) != -1)
@@ -140,9 +196,15 @@ static bool check_shared_mapping(int fd, const char **why)
 	return ok;
 }
 
-/* A mappable guest_memfd whose memory is private: every fault SIGBUSes. */
+/*
+ * A mappable guest_memfd whose memory is private: every fault SIGBUSes and
+ * allocates nothing: no page in the page cache (cachestat), st_blocks and,
+ * with the mm-shim hook, kvm.ko's count of typed folios unchanged.
+ */
 static bool check_private_mapping(int fd, const char **why)
 {
+	long long blocks = file_blocks(fd);
+	long typed = typed_folios();
 	char *mem = map(fd, MAP_SHARED);
 	bool ok = true;
 
@@ -150,8 +212,16 @@ static bool check_private_mapping(int fd, const char **why)
 		*why = "mmap failed";
 		return false;
 	}
-	if (touch(mem) != -1)
-		ok = false, *why = "touching private memory did not SIGBUS";
+	for (int i = 0; ok && i < NPAGES; i++) {
+		if (touch(mem + i * page) != -1)
+			ok = false, *why = "touching private memory did not SIGBUS";
+	}
+	if (ok && cached_pages(fd) > 0)
+		ok = false, *why = "touching private memory allocated it (cachestat)";
+	if (ok && file_blocks(fd) != blocks)
+		ok = false, *why = "touching private memory changed st_blocks";
+	if (ok && typed_folios() != typed)
+		ok = false, *why = "touching private memory typed folios";
 	munmap(mem, (NPAGES + 1) * page);
 	return ok;
 }
@@ -189,6 +259,19 @@ static void check_v7_cap(int fd, const char *who, int want)
 	int r = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_GMEM_SHARED_MEM);
 
 	ksft_test_result(r == want, "%s: KVM_CAP_GMEM_SHARED_MEM = %d (want %d)\n", who, r, want);
+}
+
+/*
+ * Capability 239 is mainline's KVM_CAP_ARM_WRITABLE_IMP_ID_REGS: nothing of
+ * ours can be enabled under that number, in either ABI.
+ */
+static void check_v7_cap_not_enabled(int vm, const char *who)
+{
+	struct kvm_enable_cap cap = { .cap = KVM_CAP_GMEM_SHARED_MEM };
+	int r = ioctl(vm, KVM_ENABLE_CAP, &cap) ? errno : 0;
+
+	ksft_test_result(r == EINVAL, "%s: KVM_ENABLE_CAP(239) %s (want EINVAL)\n", who,
+			 r ? strerror(r) : "succeeded");
 }
 
 /* Every bit that is not advertised must be refused. */
@@ -260,6 +343,7 @@ static void run_abi(bool mainline, bool have_swprot)
 	check_flags_cap(vm, who, MMAP | INIT);
 	check_gmem_cap(vm, who);
 	check_v7_cap(vm, who, 0);
+	check_v7_cap_not_enabled(vm, who);
 	check_bad_flags(vm, who, MMAP | INIT);
 	check_file(vm, who, 0, check_not_mappable);
 	check_file(vm, who, INIT, check_not_mappable);
@@ -274,7 +358,7 @@ static void run_abi(bool mainline, bool have_swprot)
 
 	snprintf(who, sizeof(who), "%s SW_PROTECTED VM", abi);
 	if (!have_swprot) {
-		for (int i = 0; i < 8; i++)
+		for (int i = 0; i < SWPROT_CASES; i++)
 			ksft_test_result_skip("%s: KVM_X86_SW_PROTECTED_VM not supported\n", who);
 		return;
 	}
@@ -282,6 +366,7 @@ static void run_abi(bool mainline, bool have_swprot)
 	check_flags_cap(vm, who, MMAP);
 	check_gmem_cap(vm, who);
 	check_v7_cap(vm, who, !mainline);
+	check_v7_cap_not_enabled(vm, who);
 	check_bad_flags(vm, who, MMAP);
 	check_file(vm, who, 0, mainline ? check_not_mappable : check_shared_mapping);
 	check_file(vm, who, MMAP, mainline ? check_private_mapping : check_shared_mapping);
@@ -307,6 +392,30 @@ static void run_abi(bool mainline, bool have_swprot)
 			close(fd);
 	}
 	close(vm);
+
+	/*
+	 * So does a VM: its capability 239 and the guest_memfds it creates
+	 * after the parameter flipped follow the ABI it was created under.
+	 */
+	vm = create_vm(KVM_X86_SW_PROTECTED_VM);
+	set_mainline(!mainline);
+	{
+		int c239 = kvm_cap(vm, KVM_CAP_GMEM_SHARED_MEM);
+		int fd = create_gmem(vm, 0);
+		const char *why = "";
+		bool ok;
+
+		ok = fd >= 0 && (mainline ? check_not_mappable(fd, &why) :
+					    check_shared_mapping(fd, &why));
+		if (c239 != !mainline)
+			ok = false, why = "KVM_CAP_GMEM_SHARED_MEM follows the parameter";
+		ksft_test_result(ok, "%s: a VM keeps its ABI (cap 239 = %d, new guest_memfds) when the parameter flips %s\n",
+				 who, c239, why);
+		if (fd >= 0)
+			close(fd);
+	}
+	set_mainline(mainline);
+	close(vm);
 }
 
 int main(void)
@@ -331,7 +440,25 @@ int main(void)
 	signal(SIGBUS, on_sigbus);
 
 	ksft_print_header();
-	ksft_set_plan(1 + 2 * (2 + 10 + 8));
+	if (gmem_has_mm_hook() && gmem_counter(GMEM_TYPED) < 0)
+		ksft_exit_fail_msg("the kernel has the mm-shim hook but %s cannot be read\n",
+				   GMEM_TYPED);
+	{
+		int pvm = create_vm(0), probe = create_gmem(pvm, MMAP);
+		bool cachestat = probe >= 0 && cached_pages(probe) >= 0;
+
+		if (probe >= 0)
+			close(probe);
+		close(pvm);
+
+		/* Without either, "allocates nothing" would be checked by nothing. */
+		if (!cachestat && !gmem_has_mm_hook())
+			ksft_exit_fail_msg("neither cachestat() nor the mm-shim counter: cannot see allocations\n");
+		ksft_print_msg("allocation probes: cachestat() %s, typed folio count %s\n",
+			       cachestat ? "yes" : "no (CONFIG_CACHESTAT_SYSCALL off)",
+			       gmem_has_mm_hook() ? "yes (mm-shim hook)" : "no (no mm-shim hook)");
+	}
+	ksft_set_plan(1 + 2 * (2 + DEFAULT_VM_CASES + SWPROT_CASES));
 	/* The tiers load kvm.ko with its defaults: mainline's ABI. */
 	ksft_test_result(saved, "kvm.gmem_mainline_abi is Y as loaded (the default)\n");
 	run_abi(false, have_swprot);
