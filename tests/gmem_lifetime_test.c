@@ -93,6 +93,9 @@ static void test_mapping_pins_modules(void)
 	char *mem;
 
 	if (!vm_open(&v, 0, flags, 4)) {
+		if (gmem_ours())
+			ksft_exit_fail_msg("no mappable guest_memfd with our modules loaded: %s\n",
+					   strerror(errno));
 		ksft_test_result_skip("a mapping keeps kvm_amd loaded: no mappable guest_memfd\n");
 		ksft_test_result_skip("unload after munmap: no mappable guest_memfd\n");
 		ksft_test_result_skip("modules reload: no mappable guest_memfd\n");

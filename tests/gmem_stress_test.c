@@ -330,8 +330,11 @@ int main(int argc, char **argv)
 	kvm_fd = open("/dev/kvm", O_RDWR);
 	if (kvm_fd < 0)
 		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
-	if (!gmem_has_flags(kvm_fd, FLAGS))
+	if (!gmem_has_flags(kvm_fd, FLAGS)) {
+		if (gmem_ours())
+			ksft_exit_fail_msg("no mappable guest_memfd (KVM_CAP_GUEST_MEMFD_FLAGS) with our modules loaded\n");
 		ksft_exit_skip("no mappable guest_memfd (KVM_CAP_GUEST_MEMFD_FLAGS)\n");
+	}
 	for (int v = 0; v < NVMS; v++) {
 		vm_fd[v] = ioctl(kvm_fd, KVM_CREATE_VM, 0);
 		shared_fd[v] = vm_fd[v] < 0 ? -1 : gmem_create(vm_fd[v], page_off(NPAGES), FLAGS);

@@ -26,7 +26,9 @@
  *   5. private_memory_hidden_from_host: a page the guest wrote in a private
  *      (MMAP-only) guest_memfd SIGBUSes through the host mapping.
  * Cases 1-2 SKIP without KVM_CAP_GMEM_SHARED_MEM or KVM_X86_SW_PROTECTED_VM,
- * 4-5 without the flags in KVM_CAP_GUEST_MEMFD_FLAGS.
+ * 4-5 without the flags in KVM_CAP_GUEST_MEMFD_FLAGS, but only with modules
+ * other than ours (the SKIP-or-FAIL rule, gmem_test.h): with ours, only the
+ * v7 cases skip, and only while the mainline ABI is selected.
  *
  * Prints TAP. Each case has an alarm() and a bound on KVM_RUN exits, so a
  * guest that goes astray fails instead of hanging (nested SVM under TCG is
@@ -73,23 +75,24 @@ static int vm_setup_decoy(struct vm *vm, bool default_vm, bool decoy, char *why,
 		flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
 		if (!gmem_has_flags(vm->kvm, flags)) {
 			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP | INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS");
-			return KSFT_SKIP;
+			return gmem_skip_or_fail();
 		}
 	} else if (kvm_cap(vm->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
-		if (kvm_cap(vm->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP)
+		if (gmem_has_flags(vm->kvm, GUEST_MEMFD_FLAG_MMAP) && !gmem_ours_v7()) {
 			snprintf(why, whylen, "the v7 ABI is off (kvm.gmem_mainline_abi=1): KVM_CAP_GMEM_SHARED_MEM is 0");
-		else
-			snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
-		return KSFT_SKIP;
+			return KSFT_SKIP;
+		}
+		snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
+		return gmem_skip_or_fail();
 	}
 	types = kvm_cap(vm->kvm, KVM_CAP_VM_TYPES);
 	if (!(types & (1 << type))) {
 		snprintf(why, whylen, "VM type %lu not in KVM_CAP_VM_TYPES (%#x)", type, types);
-		return KSFT_SKIP;
+		return gmem_skip_or_fail();
 	}
 	if (!kvm_cap(vm->kvm, KVM_CAP_USER_MEMORY2)) {
 		snprintf(why, whylen, "no KVM_CAP_USER_MEMORY2");
-		return KSFT_SKIP;
+		return gmem_skip_or_fail();
 	}
 
 	r = vm_create_with_gmem(vm, type, flags, why, whylen);
@@ -251,7 +254,7 @@ static int default_vm_rejects_gmem_memslot(char *why, size_t whylen)
 	}
 	if (!kvm_cap(kvm, KVM_CAP_GUEST_MEMFD) || !kvm_cap(kvm, KVM_CAP_USER_MEMORY2)) {
 		snprintf(why, whylen, "no KVM_CAP_GUEST_MEMFD or KVM_CAP_USER_MEMORY2");
-		ret = KSFT_SKIP;
+		ret = gmem_skip_or_fail();
 		goto out;
 	}
 	vm = ioctl(kvm, KVM_CREATE_VM, 0);
@@ -332,7 +335,7 @@ static int private_memory_hidden_from_host(char *why, size_t whylen)
 	vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm.kvm < 0 || !gmem_has_flags(vm.kvm, GUEST_MEMFD_FLAG_MMAP)) {
 		snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP in KVM_CAP_GUEST_MEMFD_FLAGS");
-		ret = KSFT_SKIP;
+		ret = gmem_skip_or_fail();
 		goto out;
 	}
 	vm.vm = ioctl(vm.kvm, KVM_CREATE_VM, 0);

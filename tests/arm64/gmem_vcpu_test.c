@@ -121,15 +121,15 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 		if (!gmem_has_flags(vm->kvm, gm.flags)) {
 			snprintf(why, whylen, "flags %#llx not all in KVM_CAP_GUEST_MEMFD_FLAGS",
 				 (unsigned long long)gm.flags);
-			return KSFT_SKIP;
+			return gmem_skip_or_fail();
 		}
 	} else if (kvm_cap(vm->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
 		snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: guest_memfd needs GUEST_MEMFD_FLAG_MMAP to be mapped");
-		return KSFT_SKIP;
+		return gmem_ours_v7() ? KSFT_FAIL : KSFT_SKIP;
 	}
 	if (!kvm_cap(vm->kvm, KVM_CAP_USER_MEMORY2)) {
 		snprintf(why, whylen, "no KVM_CAP_USER_MEMORY2");
-		return KSFT_SKIP;
+		return gmem_skip_or_fail();
 	}
 
 	r = vm_create_with_gmem(vm, 0, gm.flags, why, whylen);

@@ -6,10 +6,16 @@
  * unload/load, the mm-shim hook and the debugfs counters that go with it.
  *
  * The SKIP-or-FAIL rule: a test may only SKIP what the kernel or the modules
- * under test cannot have. A missing capability of our modules is a SKIP,
- * which every tier's expected results (tests/expect/) turn into a failure
- * unless they name it; a feature the running kernel visibly has (e.g. the
- * mm-shim hook, gmem_has_mm_hook()) but our modules do not use is a FAIL.
+ * under test cannot have. Where a feature is missing, the test asks
+ * gmem_skip_or_fail(): with our modules loaded (gmem_ours(): only they have
+ * the kvm.gmem_mainline_abi parameter) every guest_memfd feature they
+ * provide must be there, so its absence is a FAIL; with other modules
+ * (Debian's) it is a SKIP. A feature our modules leave out on purpose in
+ * the running configuration (the v7 capability while the mainline ABI is
+ * on) is a SKIP, named with its reason in each tier's expected results
+ * (tests/expect/), which also turn any other SKIP into a failure. A kernel
+ * feature the running kernel visibly has (the mm-shim hook,
+ * gmem_has_mm_hook()) but our modules do not use is a FAIL too.
  */
 #ifndef GMEM_TEST_H
 #define GMEM_TEST_H
@@ -30,6 +36,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/kvm.h>
+
+#include "kselftest.h"
 
 /*
  * Fallbacks for headers that predate them: the v7 series' capability,
@@ -65,6 +73,38 @@ static inline int kvm_cap(int fd, long cap)
 	int r = ioctl(fd, KVM_CHECK_EXTENSION, cap);
 
 	return r < 0 ? 0 : r;
+}
+
+/* kvm.ko's ABI switch: only our modules have it. */
+#define GMEM_ABI_PARAM		"/sys/module/kvm/parameters/gmem_mainline_abi"
+
+/* Are our modules (kvm.ko with guest_memfd mmap) the ones loaded? */
+static inline bool gmem_ours(void)
+{
+	return !access(GMEM_ABI_PARAM, F_OK);
+}
+
+/* Our modules with the v7 ABI selected (kvm.gmem_mainline_abi=0)? */
+static inline bool gmem_ours_v7(void)
+{
+	char c = 0;
+	int fd = open(GMEM_ABI_PARAM, O_RDONLY);
+
+	if (fd < 0)
+		return false;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == 'N' || c == '0';
+}
+
+/*
+ * What a test reports for a missing guest_memfd feature that our modules
+ * provide: KSFT_FAIL with our modules loaded, KSFT_SKIP with any others.
+ */
+static inline int gmem_skip_or_fail(void)
+{
+	return gmem_ours() ? KSFT_FAIL : KSFT_SKIP;
 }
 
 /* Does @fd (/dev/kvm or a VM) take every guest_memfd flag in @flags? */
