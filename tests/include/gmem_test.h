@@ -34,6 +34,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include <linux/kvm.h>
 
@@ -271,13 +272,22 @@ static inline void pin_cpu(int cpu)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
-/* Does the running kernel have the mm-shim hook? (/proc/kallsyms, as root) */
+/*
+ * Does the running kernel have the mm-shim hook? It exports
+ * guestmem_register_free_ops (/proc/kallsyms, as root); the shim kernel is
+ * also named for it (CONFIG_LOCALVERSION="-kvm-gmem-shim"), so a kernel
+ * built without kallsyms cannot hide it.
+ */
 static inline bool gmem_has_mm_hook(void)
 {
 	char line[256];
-	FILE *f = fopen("/proc/kallsyms", "r");
+	struct utsname u;
 	bool found = false;
+	FILE *f;
 
+	if (!uname(&u) && strstr(u.release, "-kvm-gmem-shim"))
+		return true;
+	f = fopen("/proc/kallsyms", "r");
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f))
