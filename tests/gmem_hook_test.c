@@ -14,8 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,29 +32,6 @@
 #define TYPED	GMEM_TYPED
 #define FREED	GMEM_FREED
 
-static sigjmp_buf sigbus_jmp;
-
-static void on_sigbus(int sig)
-{
-	(void)sig;
-	siglongjmp(sigbus_jmp, 1);
-}
-
-/* Write one byte; 1 if that raised SIGBUS. */
-static int touch_sigbuses(volatile char *p)
-{
-	struct sigaction sa = { .sa_handler = on_sigbus }, old;
-	int hit = 0;
-
-	sigaction(SIGBUS, &sa, &old);
-	if (sigsetjmp(sigbus_jmp, 1))
-		hit = 1;
-	else
-		*p = 1;
-	sigaction(SIGBUS, &old, NULL);
-	return hit;
-}
-
 static int checked_gmem(int vm, long size, unsigned long long flags)
 {
 	int fd = gmem_create(vm, size, flags);
@@ -68,9 +43,9 @@ static int checked_gmem(int vm, long size, unsigned long long flags)
 
 int main(void)
 {
-	const long page = getpagesize(), npages = 16, nhole = 4, nother = 8;
+	const long page = getpagesize(), npages = 16, nhole = 4, nother = 8, nctl = 4;
 	long typed0, freed0, typed, freed;
-	int kvm, vm, fd, fd2;
+	int kvm, vm, fd, fd2, ctl;
 	long sigbuses;
 	char *mem;
 
@@ -136,7 +111,7 @@ int main(void)
 	typed0 = gmem_counter(TYPED);
 	freed0 = gmem_counter(FREED);
 	fd = checked_gmem(vm, npages * page, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED);
-	mem = mmap(NULL, npages * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	mem = gmem_map(fd, npages * page);
 	if (mem == MAP_FAILED)
 		ksft_exit_fail_msg("mmap of a shared guest_memfd: %s\n", strerror(errno));
 	for (long i = 0; i < npages; i++)
@@ -144,12 +119,23 @@ int main(void)
 	typed = gmem_counter(TYPED) - typed0;
 	ksft_test_result(typed == 0, "faulting %ld shared pages typed %ld folios (want 0)\n",
 			 npages, typed);
+	/*
+	 * A private control file, freed right after the shared one: once the
+	 * hook has run for each of its folios, the shared folios freed before
+	 * them are gone too, so "no hook call for the shared ones" is not
+	 * just "not freed yet".
+	 */
+	ctl = checked_gmem(vm, nctl * page, 0);
+	if (fallocate(ctl, FALLOC_FL_KEEP_SIZE, 0, nctl * page))
+		ksft_exit_fail_msg("fallocate: %s\n", strerror(errno));
 	munmap(mem, npages * page);
 	close(fd);
-	usleep(200000);
-	freed = gmem_counter(FREED) - freed0;
-	ksft_test_result(freed == 0, "freeing %ld shared folios ran the free hook %ld times (want 0)\n",
-			 npages, freed);
+	close(ctl);
+	freed = gmem_settle_counter(FREED, freed0 + nctl) - freed0;
+	ksft_print_msg("the shared file and a %ld-page private control file freed: hook ran %ld times\n",
+		       nctl, freed);
+	ksft_test_result(freed == nctl, "freeing %ld shared folios ran the free hook %ld times (want 0)\n",
+			 npages, freed - nctl);
 
 	/*
 	 * Touching private memory from the host SIGBUSes and allocates
@@ -157,12 +143,12 @@ int main(void)
 	 */
 	typed0 = gmem_counter(TYPED);
 	fd = checked_gmem(vm, npages * page, GUEST_MEMFD_FLAG_MMAP);
-	mem = mmap(NULL, npages * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	mem = gmem_map(fd, npages * page);
 	if (mem == MAP_FAILED)
 		ksft_exit_fail_msg("mmap of a private guest_memfd: %s\n", strerror(errno));
 	sigbuses = 0;
 	for (long i = 0; i < npages; i++)
-		sigbuses += touch_sigbuses(mem + i * page);
+		sigbuses += gmem_sigbus(mem + i * page, true);
 	typed = gmem_counter(TYPED) - typed0;
 	ksft_test_result(sigbuses == npages && typed == 0,
 			 "touching %ld private pages: %ld SIGBUS, %ld folios allocated (want %ld, 0)\n",

@@ -47,13 +47,13 @@ struct vm {
 /* A VM with one guest_memfd of @npages; @flags as for KVM_CREATE_GUEST_MEMFD. */
 static bool vm_open(struct vm *v, unsigned long type, unsigned long long flags, long npages)
 {
-	struct kvm_create_guest_memfd args = { .size = npages * page, .flags = flags };
-
 	v->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (v->kvm < 0)
 		return false;
 	v->vm = ioctl(v->kvm, KVM_CREATE_VM, type);
-	v->gmem = v->vm < 0 ? -1 : ioctl(v->vm, KVM_CREATE_GUEST_MEMFD, &args);
+	v->gmem = v->vm < 0 ? -1 : gmem_create(v->vm, npages * page, flags);
+	if (v->gmem < 0 && v->vm >= 0)
+		errno = -v->gmem;
 	return v->gmem >= 0;
 }
 
@@ -93,12 +93,15 @@ static void test_mapping_pins_modules(void)
 	char *mem;
 
 	if (!vm_open(&v, 0, flags, 4)) {
+		if (gmem_ours())
+			ksft_exit_fail_msg("no mappable guest_memfd with our modules loaded: %s\n",
+					   strerror(errno));
 		ksft_test_result_skip("a mapping keeps kvm_amd loaded: no mappable guest_memfd\n");
 		ksft_test_result_skip("unload after munmap: no mappable guest_memfd\n");
 		ksft_test_result_skip("modules reload: no mappable guest_memfd\n");
 		return;
 	}
-	mem = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_SHARED, v.gmem, 0);
+	mem = gmem_map(v.gmem, 4 * page);
 	if (mem == MAP_FAILED)
 		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
 	mem[0] = 1;

@@ -43,15 +43,6 @@
 #include "kselftest_harness.h"
 #include "gmem_test.h"
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
-/* The v7 series' capability, in case the headers predate it. */
-/* Mainline's (6.18) creation-flags capability: 0 where it does not exist. */
-#ifndef KVM_CAP_GUEST_MEMFD_FLAGS
-#define KVM_CAP_GUEST_MEMFD_FLAGS 244
-#endif
-
 #define GMEM_PAGES	4
 #define SZ_2M		(2UL << 20)
 
@@ -59,86 +50,19 @@ static size_t page_size;
 
 /* --- helpers ------------------------------------------------------------ */
 
-/* Byte at file offset @off of the pattern @seed; differs per page too. */
-static uint8_t pat(size_t off, uint8_t seed)
-{
-	return (uint8_t)(seed + off + (off / page_size) * 13);
-}
-
-/* Fill file offsets [from, to) of a mapping of the file at @mem. */
-static void fill(volatile uint8_t *mem, size_t from, size_t to, uint8_t seed)
-{
-	for (size_t off = from; off < to; off++)
-		mem[off] = pat(off, seed);
-}
-
-/* First offset in [from, to) not holding the pattern, or -1. */
-static long check(const volatile uint8_t *mem, size_t from, size_t to,
-		  uint8_t seed)
-{
-	for (size_t off = from; off < to; off++)
-		if (mem[off] != pat(off, seed))
-			return (long)off;
-	return -1;
-}
-
-/* First offset in [from, to) that is not zero, or -1. */
-static long check_zero(const volatile uint8_t *mem, size_t from, size_t to)
-{
-	for (size_t off = from; off < to; off++)
-		if (mem[off])
-			return (long)off;
-	return -1;
-}
-
 /*
- * SIGBUS catching: access_sigbus() touches one byte with a handler armed and
- * says whether that raised SIGBUS; the handler records where and why.
+ * The SKIP-or-FAIL rule (gmem_test.h): a guest_memfd feature our modules
+ * provide may be missing only with other modules (SKIP); with ours it FAILs.
  */
-static sigjmp_buf sigbus_jmp;
-static volatile sig_atomic_t sigbus_armed;
-static void *volatile sigbus_addr;
-static volatile int sigbus_code;
+#define SKIP_OR_FAIL(statement, fmt, ...) do {					\
+	if (gmem_ours()) {							\
+		TH_LOG(fmt " (with our modules loaded)", ##__VA_ARGS__);	\
+		ASSERT_TRUE(false);						\
+	}									\
+	SKIP(statement, fmt, ##__VA_ARGS__);					\
+} while (0)
 
-static void sigbus_handler(int sig, siginfo_t *info, void *ctx)
-{
-	(void)sig;
-	(void)ctx;
-	sigbus_addr = info->si_addr;
-	sigbus_code = info->si_code;
-	if (sigbus_armed) {
-		sigbus_armed = 0;
-		siglongjmp(sigbus_jmp, 1);
-	}
-	/* Not expected here: die of it (the access is retried) so it fails. */
-	signal(SIGBUS, SIG_DFL);
-}
-
-static void sigbus_setup(void)
-{
-	struct sigaction sa = {
-		.sa_sigaction = sigbus_handler,
-		.sa_flags = SA_SIGINFO,
-	};
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, NULL);
-}
-
-static bool access_sigbus(volatile uint8_t *p, bool write)
-{
-	sigbus_addr = NULL;
-	sigbus_code = 0;
-	if (sigsetjmp(sigbus_jmp, 1))
-		return true;
-	sigbus_armed = 1;
-	if (write)
-		*p = 0x5a;
-	else
-		(void)*p;
-	sigbus_armed = 0;
-	return false;
-}
+/* Patterns, the SIGBUS probe and mapping: include/gmem_test.h. */
 
 /* Value of @field ("FilePmdMapped", ...) in the smaps entry of @start. */
 static long smaps_field(const void *start, const char *field)
@@ -194,21 +118,21 @@ FIXTURE_SETUP(gmem)
 		/* The v7 ABI (kvm.gmem_mainline_abi=0). */
 		types = kvm_cap(self->kvm_fd, KVM_CAP_VM_TYPES);
 		if (!(types & (1 << KVM_X86_SW_PROTECTED_VM)))
-			SKIP(return, "KVM_X86_SW_PROTECTED_VM not in KVM_CAP_VM_TYPES (%#x)", types);
+			SKIP_OR_FAIL(return, "KVM_X86_SW_PROTECTED_VM not in KVM_CAP_VM_TYPES (%#x)", types);
 		self->vm_fd = ioctl(self->kvm_fd, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
 		ASSERT_LE(0, self->vm_fd) TH_LOG("KVM_CREATE_VM(SW_PROTECTED): %s", strerror(errno));
 		self->flags = 0;
 	} else {
 		/* Mainline's ABI. */
 		self->flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
-		if ((kvm_cap(self->kvm_fd, KVM_CAP_GUEST_MEMFD_FLAGS) & self->flags) != self->flags)
-			SKIP(return, "neither KVM_CAP_GMEM_SHARED_MEM nor MMAP | INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS: this KVM cannot mmap() guest_memfd");
+		if (!gmem_has_flags(self->kvm_fd, self->flags))
+			SKIP_OR_FAIL(return, "neither KVM_CAP_GMEM_SHARED_MEM nor MMAP | INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS: this KVM cannot mmap() guest_memfd");
 		self->vm_fd = ioctl(self->kvm_fd, KVM_CREATE_VM, 0);
 		ASSERT_LE(0, self->vm_fd) TH_LOG("KVM_CREATE_VM(default): %s", strerror(errno));
 	}
 	self->fd = gmem_create(self->vm_fd, self->size, self->flags);
 	ASSERT_LE(0, self->fd) TH_LOG("KVM_CREATE_GUEST_MEMFD: %s", strerror(-self->fd));
-	sigbus_setup();
+	gmem_sigbus_setup();
 }
 
 FIXTURE_TEARDOWN(gmem)
@@ -219,11 +143,6 @@ FIXTURE_TEARDOWN(gmem)
 		close(self->vm_fd);
 	if (self->kvm_fd >= 0)
 		close(self->kvm_fd);
-}
-
-static uint8_t *map_gmem(int fd, size_t len)
-{
-	return mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 }
 
 /* --- capabilities and the default VM --------------------------------- */
@@ -237,13 +156,14 @@ TEST(cap_per_vm_type)
 	if (kvm < 0)
 		SKIP(return, "cannot open /dev/kvm: %s", strerror(errno));
 	if (kvm_cap(kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
-		if (kvm_cap(kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP)
+		if ((kvm_cap(kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP) &&
+		    !gmem_ours_v7())
 			SKIP(return, "the v7 ABI is off (kvm.gmem_mainline_abi=1): KVM_CAP_GMEM_SHARED_MEM is 0");
-		SKIP(return, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
+		SKIP_OR_FAIL(return, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
 	}
 	ASSERT_EQ(1, kvm_cap(kvm, KVM_CAP_GMEM_SHARED_MEM));
 	if (!(kvm_cap(kvm, KVM_CAP_VM_TYPES) & (1 << KVM_X86_SW_PROTECTED_VM)))
-		SKIP(return, "KVM_X86_SW_PROTECTED_VM not in KVM_CAP_VM_TYPES");
+		SKIP_OR_FAIL(return, "KVM_X86_SW_PROTECTED_VM not in KVM_CAP_VM_TYPES");
 
 	vm1 = ioctl(kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
 	ASSERT_LE(0, vm1);
@@ -280,7 +200,7 @@ TEST(caps_every_vm)
 	if (kvm < 0)
 		SKIP(return, "cannot open /dev/kvm: %s", strerror(errno));
 	if (!(kvm_cap(kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP))
-		SKIP(return, "no GUEST_MEMFD_FLAG_MMAP: this KVM cannot mmap() guest_memfd");
+		SKIP_OR_FAIL(return, "no GUEST_MEMFD_FLAG_MMAP: this KVM cannot mmap() guest_memfd");
 	f = fopen("/sys/module/kvm/parameters/gmem_mainline_abi", "r");
 	ASSERT_NE(NULL, f) TH_LOG("no kvm.gmem_mainline_abi parameter");
 	ASSERT_EQ(1, fscanf(f, " %c", &abi));
@@ -326,7 +246,7 @@ TEST(mmap_denied_default_vm)
 	if (kvm < 0)
 		SKIP(return, "cannot open /dev/kvm: %s", strerror(errno));
 	if (!kvm_cap(kvm, KVM_CAP_GUEST_MEMFD))
-		SKIP(return, "no KVM_CAP_GUEST_MEMFD");
+		SKIP_OR_FAIL(return, "no KVM_CAP_GUEST_MEMFD");
 
 	vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	ASSERT_LE(0, vm);
@@ -402,26 +322,26 @@ TEST_F(gmem, write_read_back)
 	EXPECT_EQ((off_t)self->size, st.st_size);
 	EXPECT_EQ((blksize_t)page_size, st.st_blksize);
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	ASSERT_EQ(-1, check_zero(mem, 0, self->size));
+	ASSERT_EQ(-1, gmem_check_zero(mem, 0, self->size));
 
-	fill(mem, 0, self->size, 0x11);
-	ASSERT_EQ(-1, check(mem, 0, self->size, 0x11));
+	gmem_fill(mem, 0, self->size, 0x11);
+	ASSERT_EQ(-1, gmem_check(mem, 0, self->size, 0x11));
 
-	mem2 = map_gmem(self->fd, self->size);
+	mem2 = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem2);
-	ASSERT_EQ(-1, check(mem2, 0, self->size, 0x11));
-	fill(mem2, page_size, 2 * page_size, 0x22);
-	ASSERT_EQ(-1, check(mem, page_size, 2 * page_size, 0x22));
+	ASSERT_EQ(-1, gmem_check(mem2, 0, self->size, 0x11));
+	gmem_fill(mem2, page_size, 2 * page_size, 0x22);
+	ASSERT_EQ(-1, gmem_check(mem, page_size, 2 * page_size, 0x22));
 
 	ASSERT_EQ(0, munmap(mem, self->size));
 	ASSERT_EQ(0, munmap(mem2, self->size));
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	EXPECT_EQ(-1, check(mem, 0, page_size, 0x11));
-	EXPECT_EQ(-1, check(mem, page_size, 2 * page_size, 0x22));
-	EXPECT_EQ(-1, check(mem, 2 * page_size, self->size, 0x11));
+	EXPECT_EQ(-1, gmem_check(mem, 0, page_size, 0x11));
+	EXPECT_EQ(-1, gmem_check(mem, page_size, 2 * page_size, 0x22));
+	EXPECT_EQ(-1, gmem_check(mem, 2 * page_size, self->size, 0x11));
 	ASSERT_EQ(0, munmap(mem, self->size));
 }
 
@@ -438,12 +358,12 @@ TEST_F(gmem, independent_files)
 	ASSERT_EQ(0, fstat(fd2, &st2));
 	EXPECT_NE(st1.st_ino, st2.st_ino);
 
-	m1 = map_gmem(self->fd, self->size);
-	m2 = map_gmem(fd2, self->size);
+	m1 = gmem_map(self->fd, self->size);
+	m2 = gmem_map(fd2, self->size);
 	ASSERT_NE(MAP_FAILED, m1);
 	ASSERT_NE(MAP_FAILED, m2);
-	fill(m1, 0, self->size, 0x33);
-	EXPECT_EQ(-1, check_zero(m2, 0, self->size));
+	gmem_fill(m1, 0, self->size, 0x33);
+	EXPECT_EQ(-1, gmem_check_zero(m2, 0, self->size));
 	munmap(m1, self->size);
 	munmap(m2, self->size);
 	close(fd2);
@@ -454,20 +374,20 @@ TEST_F(gmem, punch_hole_zeroes_one_page)
 {
 	uint8_t *mem;
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, self->size, 0x44);
+	gmem_fill(mem, 0, self->size, 0x44);
 
 	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			       page_size, page_size));
-	EXPECT_EQ(-1, check(mem, 0, page_size, 0x44));
-	EXPECT_EQ(-1, check_zero(mem, page_size, 2 * page_size));
-	EXPECT_EQ(-1, check(mem, 2 * page_size, self->size, 0x44));
+	EXPECT_EQ(-1, gmem_check(mem, 0, page_size, 0x44));
+	EXPECT_EQ(-1, gmem_check_zero(mem, page_size, 2 * page_size));
+	EXPECT_EQ(-1, gmem_check(mem, 2 * page_size, self->size, 0x44));
 
 	/* The hole is usable again at once. */
-	fill(mem, page_size, 2 * page_size, 0x55);
-	EXPECT_EQ(-1, check(mem, page_size, 2 * page_size, 0x55));
-	EXPECT_EQ(-1, check(mem, 0, page_size, 0x44));
+	gmem_fill(mem, page_size, 2 * page_size, 0x55);
+	EXPECT_EQ(-1, gmem_check(mem, page_size, 2 * page_size, 0x55));
+	EXPECT_EQ(-1, gmem_check(mem, 0, page_size, 0x44));
 	ASSERT_EQ(0, munmap(mem, self->size));
 }
 
@@ -482,18 +402,18 @@ TEST_F(gmem, sigbus_past_eof)
 	struct stat st;
 	uint8_t *mem;
 
-	mem = map_gmem(self->fd, len);
+	mem = gmem_map(self->fd, len);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, self->size, 0x66);
+	gmem_fill(mem, 0, self->size, 0x66);
 
 	for (size_t off = self->size; off < len; off += page_size) {
-		ASSERT_TRUE(access_sigbus(mem + off, false)) TH_LOG("read at +%#zx", off);
-		EXPECT_EQ((void *)(mem + off), sigbus_addr);
-		EXPECT_EQ(BUS_ADRERR, sigbus_code);
-		ASSERT_TRUE(access_sigbus(mem + off + 7, true)) TH_LOG("write at +%#zx", off);
-		EXPECT_EQ((void *)(mem + off + 7), sigbus_addr);
+		ASSERT_TRUE(gmem_sigbus(mem + off, false)) TH_LOG("read at +%#zx", off);
+		EXPECT_EQ((void *)(mem + off), gmem_sigbus_addr);
+		EXPECT_EQ(BUS_ADRERR, gmem_sigbus_code);
+		ASSERT_TRUE(gmem_sigbus(mem + off + 7, true)) TH_LOG("write at +%#zx", off);
+		EXPECT_EQ((void *)(mem + off + 7), gmem_sigbus_addr);
 	}
-	EXPECT_EQ(-1, check(mem, 0, self->size, 0x66));
+	EXPECT_EQ(-1, gmem_check(mem, 0, self->size, 0x66));
 	ASSERT_EQ(0, fstat(self->fd, &st));
 	EXPECT_EQ((off_t)self->size, st.st_size);
 	ASSERT_EQ(0, munmap(mem, len));
@@ -514,10 +434,10 @@ TEST_F(gmem, fallocate_rules)
 	uint8_t *mem;
 
 	ASSERT_EQ(0, fallocate(self->fd, keep, 0, sz));
-	mem = map_gmem(self->fd, sz);
+	mem = gmem_map(self->fd, sz);
 	ASSERT_NE(MAP_FAILED, mem);
-	ASSERT_EQ(-1, check_zero(mem, 0, sz));
-	fill(mem, 0, sz, 0x77);
+	ASSERT_EQ(-1, gmem_check_zero(mem, 0, sz));
+	gmem_fill(mem, 0, sz, 0x77);
 	EXPECT_EQ(0, fallocate(self->fd, keep, page_size, page_size));
 
 	EXPECT_EQ(-1, fallocate(self->fd, 0, 0, page_size));
@@ -537,7 +457,7 @@ TEST_F(gmem, fallocate_rules)
 	EXPECT_EQ(0, fallocate(self->fd, punch, sz, page_size));
 	EXPECT_EQ(0, fallocate(self->fd, punch, sz + page_size, page_size));
 
-	EXPECT_EQ(-1, check(mem, 0, sz, 0x77));
+	EXPECT_EQ(-1, gmem_check(mem, 0, sz, 0x77));
 	ASSERT_EQ(0, fstat(self->fd, &st));
 	EXPECT_EQ((off_t)sz, st.st_size);
 	ASSERT_EQ(0, munmap(mem, sz));
@@ -555,9 +475,9 @@ TEST_F(gmem, fallocate_unaligned_einval)
 	};
 	uint8_t *mem;
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, self->size, 0x88);
+	gmem_fill(mem, 0, self->size, 0x88);
 
 	for (size_t m = 0; m < ARRAY_SIZE(modes); m++) {
 		for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -568,7 +488,7 @@ TEST_F(gmem, fallocate_unaligned_einval)
 			EXPECT_EQ(EINVAL, errno);
 		}
 	}
-	EXPECT_EQ(-1, check(mem, 0, self->size, 0x88));
+	EXPECT_EQ(-1, gmem_check(mem, 0, self->size, 0x88));
 	ASSERT_EQ(0, munmap(mem, self->size));
 }
 
@@ -586,9 +506,9 @@ TEST_F(gmem, fallocate_bad_ranges)
 	const int modes[] = { punch, FALLOC_FL_KEEP_SIZE };
 	uint8_t *mem;
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, self->size, 0x99);
+	gmem_fill(mem, 0, self->size, 0x99);
 
 	for (size_t m = 0; m < ARRAY_SIZE(modes); m++) {
 		int mode = modes[m];
@@ -609,14 +529,14 @@ TEST_F(gmem, fallocate_bad_ranges)
 		EXPECT_EQ(-1, fallocate(self->fd, mode, 1, LLONG_MAX));
 		EXPECT_EQ(EFBIG, errno);
 	}
-	EXPECT_EQ(-1, check(mem, 0, self->size, 0x99));
+	EXPECT_EQ(-1, gmem_check(mem, 0, self->size, 0x99));
 
 	/* Allocation past EOF is refused; a punch that far is not. */
 	EXPECT_EQ(-1, fallocate(self->fd, FALLOC_FL_KEEP_SIZE, page_size, big - page_size));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(0, fallocate(self->fd, punch, page_size, big - page_size));
-	EXPECT_EQ(-1, check(mem, 0, page_size, 0x99));
-	EXPECT_EQ(-1, check_zero(mem, page_size, self->size));
+	EXPECT_EQ(-1, gmem_check(mem, 0, page_size, 0x99));
+	EXPECT_EQ(-1, gmem_check_zero(mem, page_size, self->size));
 	ASSERT_EQ(0, munmap(mem, self->size));
 }
 
@@ -630,9 +550,9 @@ TEST_F(gmem, file_read_write_fail)
 	char buf[64] = { 0 };
 	uint8_t *mem;
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, self->size, 0xaa);
+	gmem_fill(mem, 0, self->size, 0xaa);
 
 	EXPECT_EQ(-1, read(self->fd, buf, sizeof(buf)));
 	EXPECT_EQ(EINVAL, errno);
@@ -643,7 +563,7 @@ TEST_F(gmem, file_read_write_fail)
 	EXPECT_EQ(-1, pwrite(self->fd, buf, sizeof(buf), 0));
 	EXPECT_TRUE(errno == ESPIPE || errno == EINVAL) TH_LOG("pwrite: %s", strerror(errno));
 
-	EXPECT_EQ(-1, check(mem, 0, self->size, 0xaa));
+	EXPECT_EQ(-1, gmem_check(mem, 0, self->size, 0xaa));
 	ASSERT_EQ(0, munmap(mem, self->size));
 }
 
@@ -657,22 +577,22 @@ TEST_F(gmem, mremap_grow_sigbus)
 {
 	uint8_t *mem, *grown;
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, self->size, 0xbb);
+	gmem_fill(mem, 0, self->size, 0xbb);
 
 	grown = mremap(mem, self->size, 3 * self->size, MREMAP_MAYMOVE);
 	ASSERT_NE(MAP_FAILED, grown) TH_LOG("mremap: %s", strerror(errno));
-	EXPECT_EQ(-1, check(grown, 0, self->size, 0xbb));
+	EXPECT_EQ(-1, gmem_check(grown, 0, self->size, 0xbb));
 	for (size_t off = self->size; off < 3 * self->size; off += page_size) {
-		EXPECT_TRUE(access_sigbus(grown + off, false)) TH_LOG("read at +%#zx", off);
-		EXPECT_TRUE(access_sigbus(grown + off, true)) TH_LOG("write at +%#zx", off);
+		EXPECT_TRUE(gmem_sigbus(grown + off, false)) TH_LOG("read at +%#zx", off);
+		EXPECT_TRUE(gmem_sigbus(grown + off, true)) TH_LOG("write at +%#zx", off);
 	}
 
 	/* Shrinking back is fine and keeps the data. */
 	mem = mremap(grown, 3 * self->size, self->size, 0);
 	ASSERT_EQ(grown, mem);
-	EXPECT_EQ(-1, check(mem, 0, self->size, 0xbb));
+	EXPECT_EQ(-1, gmem_check(mem, 0, self->size, 0xbb));
 	ASSERT_EQ(0, munmap(mem, self->size));
 }
 
@@ -689,9 +609,9 @@ TEST_F(gmem, mprotect_exec)
 	uint8_t *mem, *xmem;
 	int r;
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, self->size, 0xcc);
+	gmem_fill(mem, 0, self->size, 0xcc);
 	mem[0] = 0xc3;				/* ret */
 
 	r = mprotect(mem, page_size, PROT_READ | PROT_EXEC);
@@ -706,7 +626,7 @@ TEST_F(gmem, mprotect_exec)
 		((void (*)(void))mem)();
 		ASSERT_EQ(0, mprotect(mem, page_size, PROT_READ | PROT_WRITE));
 		EXPECT_EQ(0xc3, mem[0]);
-		EXPECT_EQ(-1, check(mem, 1, self->size, 0xcc));
+		EXPECT_EQ(-1, gmem_check(mem, 1, self->size, 0xcc));
 
 		xmem = mmap(NULL, page_size, PROT_READ | PROT_EXEC, MAP_SHARED, self->fd, 0);
 		ASSERT_NE(MAP_FAILED, xmem);
@@ -743,13 +663,13 @@ TEST_F(gmem, madv_hugepage_collapse)
 
 	r = madvise(mem, SZ_2M, MADV_HUGEPAGE);
 	EXPECT_TRUE(r == 0 || errno == EINVAL) TH_LOG("MADV_HUGEPAGE: %s", strerror(errno));
-	fill(mem, 0, SZ_2M, 0xdd);
+	gmem_fill(mem, 0, SZ_2M, 0xdd);
 
 	r = madvise(mem, SZ_2M, MADV_COLLAPSE);
 	EXPECT_EQ(-1, r) TH_LOG("MADV_COLLAPSE succeeded on a guest_memfd mapping");
 	EXPECT_EQ(EINVAL, errno);
 
-	EXPECT_EQ(-1, check(mem, 0, SZ_2M, 0xdd));
+	EXPECT_EQ(-1, gmem_check(mem, 0, SZ_2M, 0xdd));
 	pmd_kb = smaps_field(mem, "FilePmdMapped");
 	eligible = smaps_field(mem, "THPeligible");
 	TH_LOG("smaps: FilePmdMapped %ld kB, THPeligible %ld", pmd_kb, eligible);
@@ -771,18 +691,18 @@ TEST_F(gmem, madv_dontneed_remove)
 {
 	uint8_t *mem;
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, self->size, 0x1d);
+	gmem_fill(mem, 0, self->size, 0x1d);
 
 	ASSERT_EQ(0, madvise(mem, self->size, MADV_DONTNEED));
-	EXPECT_EQ(-1, check(mem, 0, self->size, 0x1d));
+	EXPECT_EQ(-1, gmem_check(mem, 0, self->size, 0x1d));
 
 	ASSERT_EQ(0, madvise(mem + 2 * page_size, page_size, MADV_REMOVE))
 		TH_LOG("MADV_REMOVE: %s", strerror(errno));
-	EXPECT_EQ(-1, check(mem, 0, 2 * page_size, 0x1d));
-	EXPECT_EQ(-1, check_zero(mem, 2 * page_size, 3 * page_size));
-	EXPECT_EQ(-1, check(mem, 3 * page_size, self->size, 0x1d));
+	EXPECT_EQ(-1, gmem_check(mem, 0, 2 * page_size, 0x1d));
+	EXPECT_EQ(-1, gmem_check_zero(mem, 2 * page_size, 3 * page_size));
+	EXPECT_EQ(-1, gmem_check(mem, 3 * page_size, self->size, 0x1d));
 	ASSERT_EQ(0, munmap(mem, self->size));
 }
 
@@ -797,29 +717,29 @@ TEST_F(gmem, fork_shared)
 	int status;
 	pid_t pid;
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, page_size, 0x12);
+	gmem_fill(mem, 0, page_size, 0x12);
 
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		if (check(mem, 0, page_size, 0x12) != -1)
+		if (gmem_check(mem, 0, page_size, 0x12) != -1)
 			_exit(1);
-		fill(mem, 0, page_size, 0x34);
-		fill(mem, 2 * page_size, 3 * page_size, 0x56);
+		gmem_fill(mem, 0, page_size, 0x34);
+		gmem_fill(mem, 2 * page_size, 3 * page_size, 0x56);
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
-	EXPECT_EQ(-1, check(mem, 0, page_size, 0x34));
-	EXPECT_EQ(-1, check(mem, 2 * page_size, 3 * page_size, 0x56));
+	EXPECT_EQ(-1, gmem_check(mem, 0, page_size, 0x34));
+	EXPECT_EQ(-1, gmem_check(mem, 2 * page_size, 3 * page_size, 0x56));
 
-	fill(mem, page_size, 2 * page_size, 0x78);
+	gmem_fill(mem, page_size, 2 * page_size, 0x78);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid)
-		_exit(check(mem, page_size, 2 * page_size, 0x78) == -1 ? 0 : 1);
+		_exit(gmem_check(mem, page_size, 2 * page_size, 0x78) == -1 ? 0 : 1);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
 	ASSERT_EQ(0, munmap(mem, self->size));
@@ -840,9 +760,9 @@ TEST_F(gmem, process_vm_rw)
 	ssize_t n;
 	pid_t pid;
 
-	mem = map_gmem(self->fd, len);
+	mem = gmem_map(self->fd, len);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, self->size, 0x9a);
+	gmem_fill(mem, 0, self->size, 0x9a);
 	buf = calloc(1, len);
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, pipe(pipefd));
@@ -861,15 +781,15 @@ TEST_F(gmem, process_vm_rw)
 	remote = (struct iovec){ mem, self->size };
 	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	EXPECT_EQ((ssize_t)self->size, n) TH_LOG("process_vm_readv: %s", strerror(errno));
-	EXPECT_EQ(-1, check(buf, 0, self->size, 0x9a));
+	EXPECT_EQ(-1, gmem_check(buf, 0, self->size, 0x9a));
 
 	/* Write into the child's view of page 1; it is our page too. */
-	fill(buf, page_size, 2 * page_size, 0xbc);
+	gmem_fill(buf, page_size, 2 * page_size, 0xbc);
 	local = (struct iovec){ buf + page_size, page_size };
 	remote = (struct iovec){ mem + page_size, page_size };
 	n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
 	EXPECT_EQ((ssize_t)page_size, n) TH_LOG("process_vm_writev: %s", strerror(errno));
-	EXPECT_EQ(-1, check(mem, page_size, 2 * page_size, 0xbc));
+	EXPECT_EQ(-1, gmem_check(mem, page_size, 2 * page_size, 0xbc));
 
 	/* Last page of the file and the first one past EOF: short read. */
 	local = (struct iovec){ buf, 2 * page_size };
@@ -911,36 +831,36 @@ static void odirect_case(struct __test_metadata *_metadata,
 
 	/* The file: two pages of pattern 0x21, written the ordinary way. */
 	ASSERT_EQ(0, posix_memalign((void **)&buf, page_size, 2 * two));
-	fill(buf, 0, two, 0x21);
+	gmem_fill(buf, 0, two, 0x21);
 	ASSERT_EQ((ssize_t)two, pwrite(tfd, buf, two, 0));
 	ASSERT_EQ(0, fsync(tfd));
 	if (fcntl(tfd, F_SETFL, O_DIRECT))
 		SKIP(goto out, "%s does not do O_DIRECT: %s", dir, strerror(errno));
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
 
 	/* O_DIRECT read into the mapping. */
 	n = pread(tfd, mem, two, 0);
 	ASSERT_EQ((ssize_t)two, n) TH_LOG("O_DIRECT read: %s", strerror(errno));
-	EXPECT_EQ(-1, check(mem, 0, two, 0x21));
-	mem2 = map_gmem(self->fd, self->size);
+	EXPECT_EQ(-1, gmem_check(mem, 0, two, 0x21));
+	mem2 = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem2);
-	EXPECT_EQ(-1, check(mem2, 0, two, 0x21));
+	EXPECT_EQ(-1, gmem_check(mem2, 0, two, 0x21));
 
 	/* O_DIRECT write from the mapping, read back the buffered way. */
-	fill(mem, two, 2 * two, 0x43);
+	gmem_fill(mem, two, 2 * two, 0x43);
 	n = pwrite(tfd, mem + two, two, two);
 	ASSERT_EQ((ssize_t)two, n) TH_LOG("O_DIRECT write: %s", strerror(errno));
 	ASSERT_EQ(0, fcntl(tfd, F_SETFL, 0));
 	ASSERT_EQ((ssize_t)two, pread(tfd, buf + two, two, two));
-	EXPECT_EQ(-1, check(buf, two, 2 * two, 0x43));
+	EXPECT_EQ(-1, gmem_check(buf, two, 2 * two, 0x43));
 	munmap(mem2, self->size);
 	munmap(mem, self->size);
 
 	/* Into a buffer that crosses EOF of the guest_memfd. */
 	ASSERT_EQ(0, fcntl(tfd, F_SETFL, O_DIRECT));
-	mem = map_gmem(self->fd, 2 * self->size);
+	mem = gmem_map(self->fd, 2 * self->size);
 	ASSERT_NE(MAP_FAILED, mem);
 	n = pread(tfd, mem + self->size - page_size, two, 0);
 	EXPECT_TRUE((n == -1 && errno == EFAULT) || (n >= 0 && n <= (ssize_t)page_size))
@@ -974,20 +894,20 @@ TEST_F(gmem, close_while_mapped)
 	size_t len = 2 * self->size;
 	uint8_t *mem;
 
-	mem = map_gmem(self->fd, len);
+	mem = gmem_map(self->fd, len);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, 2 * page_size, 0xde);
+	gmem_fill(mem, 0, 2 * page_size, 0xde);
 
 	close(self->fd);
 	close(self->vm_fd);
 	close(self->kvm_fd);
 	self->fd = self->vm_fd = self->kvm_fd = -1;
 
-	EXPECT_EQ(-1, check(mem, 0, 2 * page_size, 0xde));
-	EXPECT_EQ(-1, check_zero(mem, 2 * page_size, self->size));
-	fill(mem, 2 * page_size, self->size, 0xef);
-	EXPECT_EQ(-1, check(mem, 2 * page_size, self->size, 0xef));
-	EXPECT_TRUE(access_sigbus(mem + self->size, false));
+	EXPECT_EQ(-1, gmem_check(mem, 0, 2 * page_size, 0xde));
+	EXPECT_EQ(-1, gmem_check_zero(mem, 2 * page_size, self->size));
+	gmem_fill(mem, 2 * page_size, self->size, 0xef);
+	EXPECT_EQ(-1, gmem_check(mem, 2 * page_size, self->size, 0xef));
+	EXPECT_TRUE(gmem_sigbus(mem + self->size, false));
 	ASSERT_EQ(0, munmap(mem, len));
 }
 
@@ -1048,7 +968,7 @@ TEST_F_TIMEOUT(gmem, punch_hole_race, 60)
 	pthread_t thread;
 	uint8_t *mem;
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
 	rc.page = (volatile uint64_t *)mem;
 	rc.next = (volatile uint64_t *)(mem + page_size);
@@ -1100,18 +1020,18 @@ TEST_F(gmem, madv_hwpoison)
 	if (geteuid())
 		SKIP(return, "MADV_HWPOISON needs root");
 
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	fill(mem, 0, self->size, 0x5c);
+	gmem_fill(mem, 0, self->size, 0x5c);
 
-	if (sigsetjmp(sigbus_jmp, 1) == 0) {
-		sigbus_armed = 1;
+	if (sigsetjmp(gmem_sigbus_jmp, 1) == 0) {
+		gmem_sigbus_armed = 1;
 		r = madvise(mem + page_size, page_size, MADV_HWPOISON);
 		err = errno;
-		sigbus_armed = 0;
+		gmem_sigbus_armed = 0;
 	} else {
 		bus_in_madvise = true;
-		TH_LOG("SIGBUS during MADV_HWPOISON (si_code %d)", sigbus_code);
+		TH_LOG("SIGBUS during MADV_HWPOISON (si_code %d)", gmem_sigbus_code);
 	}
 	if (!bus_in_madvise && r) {
 		if (err == EPERM)
@@ -1122,27 +1042,27 @@ TEST_F(gmem, madv_hwpoison)
 		TH_LOG("MADV_HWPOISON returned %s", strerror(err));
 	}
 
-	ASSERT_TRUE(access_sigbus(mem + page_size, false));
-	TH_LOG("touch after poison: SIGBUS si_code %d", sigbus_code);
-	EXPECT_EQ(BUS_MCEERR_AR, sigbus_code);
-	EXPECT_TRUE(access_sigbus(mem + page_size + 100, true));
+	ASSERT_TRUE(gmem_sigbus(mem + page_size, false));
+	TH_LOG("touch after poison: SIGBUS si_code %d", gmem_sigbus_code);
+	EXPECT_EQ(BUS_MCEERR_AR, gmem_sigbus_code);
+	EXPECT_TRUE(gmem_sigbus(mem + page_size + 100, true));
 
-	EXPECT_EQ(-1, check(mem, 0, page_size, 0x5c));
-	EXPECT_EQ(-1, check(mem, 2 * page_size, self->size, 0x5c));
-	fill(mem, 2 * page_size, 3 * page_size, 0x6d);
-	EXPECT_EQ(-1, check(mem, 2 * page_size, 3 * page_size, 0x6d));
+	EXPECT_EQ(-1, gmem_check(mem, 0, page_size, 0x5c));
+	EXPECT_EQ(-1, gmem_check(mem, 2 * page_size, self->size, 0x5c));
+	gmem_fill(mem, 2 * page_size, 3 * page_size, 0x6d);
+	EXPECT_EQ(-1, gmem_check(mem, 2 * page_size, 3 * page_size, 0x6d));
 	ASSERT_EQ(0, munmap(mem, self->size));
 
 	/* Recovery: drop the poisoned folio, map again, get a zero page. */
 	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			       page_size, page_size));
-	mem = map_gmem(self->fd, self->size);
+	mem = gmem_map(self->fd, self->size);
 	ASSERT_NE(MAP_FAILED, mem);
-	ASSERT_FALSE(access_sigbus(mem + page_size, false));
-	EXPECT_EQ(-1, check_zero(mem, page_size, 2 * page_size));
-	fill(mem, page_size, 2 * page_size, 0x7e);
-	EXPECT_EQ(-1, check(mem, page_size, 2 * page_size, 0x7e));
-	EXPECT_EQ(-1, check(mem, 0, page_size, 0x5c));
+	ASSERT_FALSE(gmem_sigbus(mem + page_size, false));
+	EXPECT_EQ(-1, gmem_check_zero(mem, page_size, 2 * page_size));
+	gmem_fill(mem, page_size, 2 * page_size, 0x7e);
+	EXPECT_EQ(-1, gmem_check(mem, page_size, 2 * page_size, 0x7e));
+	EXPECT_EQ(-1, gmem_check(mem, 0, page_size, 0x5c));
 	ASSERT_EQ(0, munmap(mem, self->size));
 }
 

@@ -37,8 +37,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -94,47 +92,12 @@ static off_t page_off(int pg)
 	return MEM_SIZE + (off_t)pg * page;
 }
 
-static void fill(volatile char *p, uint64_t v)
-{
-	for (long i = 0; i < page; i += sizeof(v))
-		*(volatile uint64_t *)(p + i) = v;
-}
-
-/* Returns the first word that differs from @want, or @want. */
-static uint64_t check(const volatile char *p, uint64_t want)
-{
-	for (long i = 0; i < page; i += sizeof(want)) {
-		uint64_t v = *(const volatile uint64_t *)(p + i);
-
-		if (v != want)
-			return v;
-	}
-	return want;
-}
-
 static bool fail(struct worker *w, const char *what, int vm, int pg, uint64_t want, uint64_t got)
 {
 	if (!w->failure[0])
 		snprintf(w->failure, sizeof(w->failure),
 			 "%s: vm %d page %d holds %#llx, want %#llx", what, vm, pg,
 			 (unsigned long long)got, (unsigned long long)want);
-	return false;
-}
-
-/* SIGBUS probe: each thread jumps back to its own buffer. */
-static __thread sigjmp_buf probe_jmp;
-
-static void on_thread_sigbus(int sig)
-{
-	(void)sig;
-	siglongjmp(probe_jmp, 1);
-}
-
-static bool touch_sigbuses(volatile char *p)
-{
-	if (sigsetjmp(probe_jmp, 1))
-		return true;
-	*p = 1;
 	return false;
 }
 
@@ -158,14 +121,14 @@ static bool private_file_cycle(struct worker *w)
 		close(fd);
 		return false;
 	}
-	mem = mmap(NULL, PRIV_PAGES * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	mem = gmem_map(fd, PRIV_PAGES * page);
 	if (mem == MAP_FAILED) {
 		snprintf(w->failure, sizeof(w->failure), "mmap private file: %s", strerror(errno));
 		close(fd);
 		return false;
 	}
 	for (int i = 0; i < PRIV_PAGES && ok; i++) {
-		if (!touch_sigbuses(mem + i * page)) {
+		if (!gmem_sigbus(mem + i * page, true)) {
 			snprintf(w->failure, sizeof(w->failure),
 				 "the host wrote page %d of a private file without SIGBUS", i);
 			ok = false;
@@ -187,13 +150,13 @@ static void common_page_op(struct worker *w, int v, char *map)
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return;		/* another thread has it: try another op */
 	want = common_value[v][c];
-	got = check(p, want);
+	got = gmem_check64(p, page, want);
 	if (got != want)
 		fail(w, "common page at hand-over", v, pg, want, got);
 	w->verifies++;
 	if (rand_r(&w->seed) % 4) {
 		want = ((uint64_t)(w->id + 1) << 56) | (1ULL << 55) | ++w->seq;
-		fill(p, want);
+		gmem_fill64(p, page, want);
 	} else {
 		if (fallocate(shared_fd[v], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			      page_off(pg), page))
@@ -211,8 +174,8 @@ static void *work(void *arg)
 	char *map[NVMS];
 
 	for (int v = 0; v < NVMS; v++) {
-		map[v] = mmap(NULL, NPAGES * page, PROT_READ | PROT_WRITE, MAP_SHARED,
-			      shared_fd[v], page_off(0));
+		map[v] = gmem_map_at(shared_fd[v], page_off(0), NPAGES * page,
+				     PROT_READ | PROT_WRITE);
 		if (map[v] == MAP_FAILED) {
 			snprintf(w->failure, sizeof(w->failure), "mmap: %s", strerror(errno));
 			return NULL;
@@ -228,10 +191,10 @@ static void *work(void *arg)
 		w->ops++;
 		if (op < 35) {
 			w->expect[v][pg] = ((uint64_t)(w->id + 1) << 56) | ++w->seq;
-			fill(p, w->expect[v][pg]);
+			gmem_fill64(p, page, w->expect[v][pg]);
 			w->writes++;
 		} else if (op < 65) {
-			got = check(p, w->expect[v][pg]);
+			got = gmem_check64(p, page, w->expect[v][pg]);
 			if (got != w->expect[v][pg])
 				fail(w, "verify", v, pg, w->expect[v][pg], got);
 			w->verifies++;
@@ -243,14 +206,14 @@ static void *work(void *arg)
 			w->punches++;
 		} else if (op < 86) {
 			/* A fresh view of the file must show the same contents. */
-			char *view = mmap(NULL, NPAGES * page, PROT_READ, MAP_SHARED, shared_fd[v],
-					  page_off(0));
+			char *view = gmem_map_at(shared_fd[v], page_off(0), NPAGES * page,
+						 PROT_READ);
 
 			if (view == MAP_FAILED) {
 				snprintf(w->failure, sizeof(w->failure), "remap: %s", strerror(errno));
 				break;
 			}
-			got = check(view + pg * page, w->expect[v][pg]);
+			got = gmem_check64(view + pg * page, page, w->expect[v][pg]);
 			if (got != w->expect[v][pg])
 				fail(w, "verify through a new mapping", v, pg, w->expect[v][pg], got);
 			munmap(view, NPAGES * page);
@@ -285,28 +248,21 @@ static void *run_vcpu(void *arg)
 	};
 	char *why = t->failure;
 	size_t whylen = sizeof(t->failure);
+	void *mem;
 
-	vm->mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, vm->gmem, 0);
-	if (vm->mem == MAP_FAILED) {
-		vm->mem = NULL;
+	mem = gmem_map(vm->gmem, MEM_SIZE);
+	if (mem == MAP_FAILED) {
 		snprintf(why, whylen, "mmap: %s", strerror(errno));
 		return NULL;
 	}
+	vm->mem = mem;
 	if (ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
 		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2 (gmem-only): %s", strerror(errno));
 		return NULL;
 	}
 	memcpy((void *)(vm->mem + CODE_GPA), guest_code, sizeof(guest_code));
-	vm->vcpu = ioctl(vm->vm, KVM_CREATE_VCPU, 0);
-	vm->run_size = ioctl(vm->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	vm->run = vm->vcpu < 0 ? MAP_FAILED :
-		  mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpu, 0);
-	if (vm->run == MAP_FAILED) {
-		vm->run = NULL;
-		snprintf(why, whylen, "vCPU: %s", strerror(errno));
-		return NULL;
-	}
-	if (vcpu_real_mode_at_code(vm->vcpu, why, whylen) != KSFT_PASS)
+	if (vm_create_vcpu(vm, why, whylen) != KSFT_PASS ||
+	    vcpu_real_mode_at_code(vm->vcpu, why, whylen) != KSFT_PASS)
 		return NULL;
 
 	while (time(NULL) < deadline) {
@@ -338,8 +294,7 @@ static long final_sweep(char *why, size_t whylen)
 	long checked = 0;
 
 	for (int v = 0; v < NVMS; v++) {
-		char *view = mmap(NULL, NPAGES * page, PROT_READ, MAP_SHARED, shared_fd[v],
-				  page_off(0));
+		char *view = gmem_map_at(shared_fd[v], page_off(0), NPAGES * page, PROT_READ);
 
 		if (view == MAP_FAILED) {
 			snprintf(why, whylen, "mmap: %s", strerror(errno));
@@ -348,7 +303,7 @@ static long final_sweep(char *why, size_t whylen)
 		for (int pg = 0; pg < NPAGES; pg++) {
 			uint64_t want = pg < NOWNED ? workers[pg % NTHREADS].expect[v][pg] :
 					common_value[v][pg - NOWNED];
-			uint64_t got = check(view + pg * page, want);
+			uint64_t got = gmem_check64(view + pg * page, page, want);
 
 			if (got != want) {
 				snprintf(why, whylen, "vm %d page %d holds %#llx, want %#llx (%s)",
@@ -367,7 +322,6 @@ static long final_sweep(char *why, size_t whylen)
 int main(int argc, char **argv)
 {
 	int duration = argc > 1 ? atoi(argv[1]) : 30;
-	struct sigaction sa = { .sa_handler = on_thread_sigbus };
 	struct timespec t0, t1;
 	long total = 0, swept;
 	char why[256] = "";
@@ -376,10 +330,11 @@ int main(int argc, char **argv)
 	kvm_fd = open("/dev/kvm", O_RDWR);
 	if (kvm_fd < 0)
 		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
-	if ((kvm_cap(kvm_fd, KVM_CAP_GUEST_MEMFD_FLAGS) & FLAGS) != FLAGS)
+	if (!gmem_has_flags(kvm_fd, FLAGS)) {
+		if (gmem_ours())
+			ksft_exit_fail_msg("no mappable guest_memfd (KVM_CAP_GUEST_MEMFD_FLAGS) with our modules loaded\n");
 		ksft_exit_skip("no mappable guest_memfd (KVM_CAP_GUEST_MEMFD_FLAGS)\n");
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, NULL);
+	}
 	for (int v = 0; v < NVMS; v++) {
 		vm_fd[v] = ioctl(kvm_fd, KVM_CREATE_VM, 0);
 		shared_fd[v] = vm_fd[v] < 0 ? -1 : gmem_create(vm_fd[v], page_off(NPAGES), FLAGS);

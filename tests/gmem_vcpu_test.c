@@ -26,7 +26,9 @@
  *   5. private_memory_hidden_from_host: a page the guest wrote in a private
  *      (MMAP-only) guest_memfd SIGBUSes through the host mapping.
  * Cases 1-2 SKIP without KVM_CAP_GMEM_SHARED_MEM or KVM_X86_SW_PROTECTED_VM,
- * 4-5 without the flags in KVM_CAP_GUEST_MEMFD_FLAGS.
+ * 4-5 without the flags in KVM_CAP_GUEST_MEMFD_FLAGS, but only with modules
+ * other than ours (the SKIP-or-FAIL rule, gmem_test.h): with ours, only the
+ * v7 cases skip, and only while the mainline ABI is selected.
  *
  * Prints TAP. Each case has an alarm() and a bound on KVM_RUN exits, so a
  * guest that goes astray fails instead of hanging (nested SVM under TCG is
@@ -56,7 +58,7 @@
  */
 static int vm_setup_decoy(struct vm *vm, bool default_vm, bool decoy, char *why, size_t whylen)
 {
-	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE };
+	uint64_t flags = 0;
 	unsigned long type = default_vm ? 0 : KVM_X86_SW_PROTECTED_VM;
 	struct kvm_userspace_memory_region2 region;
 	int r;
@@ -70,29 +72,30 @@ static int vm_setup_decoy(struct vm *vm, bool default_vm, bool decoy, char *why,
 		return KSFT_SKIP;
 	}
 	if (default_vm) {
-		gm.flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
-		if ((kvm_cap(vm->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & gm.flags) != gm.flags) {
+		flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
+		if (!gmem_has_flags(vm->kvm, flags)) {
 			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP | INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS");
-			return KSFT_SKIP;
+			return gmem_skip_or_fail();
 		}
 	} else if (kvm_cap(vm->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
-		if (kvm_cap(vm->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP)
+		if (gmem_has_flags(vm->kvm, GUEST_MEMFD_FLAG_MMAP) && !gmem_ours_v7()) {
 			snprintf(why, whylen, "the v7 ABI is off (kvm.gmem_mainline_abi=1): KVM_CAP_GMEM_SHARED_MEM is 0");
-		else
-			snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
-		return KSFT_SKIP;
+			return KSFT_SKIP;
+		}
+		snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: this KVM cannot mmap() guest_memfd");
+		return gmem_skip_or_fail();
 	}
 	types = kvm_cap(vm->kvm, KVM_CAP_VM_TYPES);
 	if (!(types & (1 << type))) {
 		snprintf(why, whylen, "VM type %lu not in KVM_CAP_VM_TYPES (%#x)", type, types);
-		return KSFT_SKIP;
+		return gmem_skip_or_fail();
 	}
 	if (!kvm_cap(vm->kvm, KVM_CAP_USER_MEMORY2)) {
 		snprintf(why, whylen, "no KVM_CAP_USER_MEMORY2");
-		return KSFT_SKIP;
+		return gmem_skip_or_fail();
 	}
 
-	r = vm_create_with_gmem(vm, type, gm.flags, why, whylen);
+	r = vm_create_with_gmem(vm, type, flags, why, whylen);
 	if (r != KSFT_PASS)
 		return r;
 	if (decoy && !vm_map_decoy(vm, why, whylen))
@@ -118,19 +121,9 @@ static int vm_setup_decoy(struct vm *vm, bool default_vm, bool decoy, char *why,
 
 	memcpy((void *)(vm->mem + CODE_GPA), guest_code, sizeof(guest_code));
 
-	vm->vcpu = ioctl(vm->vm, KVM_CREATE_VCPU, 0);
-	if (vm->vcpu < 0) {
-		snprintf(why, whylen, "KVM_CREATE_VCPU: %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	vm->run_size = ioctl(vm->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	vm->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpu, 0);
-	if (vm->run == MAP_FAILED) {
-		vm->run = NULL;
-		snprintf(why, whylen, "mmap(kvm_run): %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-
+	r = vm_create_vcpu(vm, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
 	return vcpu_real_mode_at_code(vm->vcpu, why, whylen);
 }
 
@@ -165,7 +158,7 @@ static int reads_host_pattern(bool default_vm, char *why, size_t whylen)
 		goto out;
 
 	/* The answer is in the file: a fresh mapping sees it too. */
-	again = mmap(NULL, MEM_SIZE, PROT_READ, MAP_SHARED, vm.gmem, 0);
+	again = gmem_map_at(vm.gmem, 0, MEM_SIZE, PROT_READ);
 	if (again == MAP_FAILED) {
 		snprintf(why, whylen, "second mmap: %s", strerror(errno));
 		goto out;
@@ -250,7 +243,6 @@ static int punch_hole_seen_by_guest(char *why, size_t whylen)
  */
 static int default_vm_rejects_gmem_memslot(char *why, size_t whylen)
 {
-	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE };
 	struct kvm_userspace_memory_region2 region;
 	int kvm, vm = -1, gmem = -1, ret = KSFT_FAIL;
 	void *anon = MAP_FAILED;
@@ -262,7 +254,7 @@ static int default_vm_rejects_gmem_memslot(char *why, size_t whylen)
 	}
 	if (!kvm_cap(kvm, KVM_CAP_GUEST_MEMFD) || !kvm_cap(kvm, KVM_CAP_USER_MEMORY2)) {
 		snprintf(why, whylen, "no KVM_CAP_GUEST_MEMFD or KVM_CAP_USER_MEMORY2");
-		ret = KSFT_SKIP;
+		ret = gmem_skip_or_fail();
 		goto out;
 	}
 	vm = ioctl(kvm, KVM_CREATE_VM, 0);
@@ -270,9 +262,9 @@ static int default_vm_rejects_gmem_memslot(char *why, size_t whylen)
 		snprintf(why, whylen, "KVM_CREATE_VM(0): %s", strerror(errno));
 		goto out;
 	}
-	gmem = ioctl(vm, KVM_CREATE_GUEST_MEMFD, &gm);
+	gmem = gmem_create(vm, MEM_SIZE, 0);
 	if (gmem < 0) {
-		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD on a default VM: %s", strerror(errno));
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD on a default VM: %s", strerror(-gmem));
 		goto out;
 	}
 	anon = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -334,7 +326,6 @@ static int private_memory_hidden_from_host(char *why, size_t whylen)
 		0xee,			/* out  %al, (%dx)                */
 		0xf4,			/* hlt                            */
 	};
-	struct kvm_create_guest_memfd gm = { .size = 0x2000, .flags = GUEST_MEMFD_FLAG_MMAP };
 	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
 	struct kvm_userspace_memory_region2 region;
 	volatile uint8_t *priv = MAP_FAILED;
@@ -342,17 +333,18 @@ static int private_memory_hidden_from_host(char *why, size_t whylen)
 	int ret = KSFT_FAIL, r0, r1;
 
 	vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (vm.kvm < 0 || !(kvm_cap(vm.kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & GUEST_MEMFD_FLAG_MMAP)) {
+	if (vm.kvm < 0 || !gmem_has_flags(vm.kvm, GUEST_MEMFD_FLAG_MMAP)) {
 		snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP in KVM_CAP_GUEST_MEMFD_FLAGS");
-		ret = KSFT_SKIP;
+		ret = gmem_skip_or_fail();
 		goto out;
 	}
 	vm.vm = ioctl(vm.kvm, KVM_CREATE_VM, 0);
-	vm.gmem = vm.vm < 0 ? -1 : ioctl(vm.vm, KVM_CREATE_GUEST_MEMFD, &gm);
-	if (vm.gmem < 0) {
-		snprintf(why, whylen, "default VM with a private guest_memfd: %s", strerror(errno));
+	r0 = vm.vm < 0 ? -errno : gmem_create(vm.vm, 0x2000, GUEST_MEMFD_FLAG_MMAP);
+	if (r0 < 0) {
+		snprintf(why, whylen, "default VM with a private guest_memfd: %s", strerror(-r0));
 		goto out;
 	}
+	vm.gmem = r0;
 	low = mmap(NULL, 0x2000, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (low == MAP_FAILED) {
 		snprintf(why, whylen, "mmap: %s", strerror(errno));
@@ -374,15 +366,8 @@ static int private_memory_hidden_from_host(char *why, size_t whylen)
 		snprintf(why, whylen, "private gmem-only memslot: %s", strerror(errno));
 		goto out;
 	}
-	vm.vcpu = ioctl(vm.vm, KVM_CREATE_VCPU, 0);
-	vm.run_size = ioctl(vm.kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	vm.run = vm.vcpu < 0 ? MAP_FAILED :
-		 mmap(NULL, vm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm.vcpu, 0);
-	if (vm.run == MAP_FAILED) {
-		vm.run = NULL;
-		snprintf(why, whylen, "vCPU: %s", strerror(errno));
+	if (vm_create_vcpu(&vm, why, whylen) != KSFT_PASS)
 		goto out;
-	}
 	if (vcpu_real_mode_at_code(vm.vcpu, why, whylen) != KSFT_PASS)
 		goto out;
 	while (ioctl(vm.vcpu, KVM_RUN, 0) && errno == EINTR && !timed_out)
@@ -394,7 +379,7 @@ static int private_memory_hidden_from_host(char *why, size_t whylen)
 		goto out;
 	}
 
-	priv = mmap(NULL, 0x2000, PROT_READ, MAP_SHARED, vm.gmem, 0);
+	priv = gmem_map_at(vm.gmem, 0, 0x2000, PROT_READ);
 	if (priv == MAP_FAILED) {
 		snprintf(why, whylen, "mmap of the private guest_memfd: %s", strerror(errno));
 		goto out;

@@ -118,18 +118,18 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 		gm.flags = GUEST_MEMFD_FLAG_MMAP;
 		if (how == SETUP_MAINLINE)
 			gm.flags |= GUEST_MEMFD_FLAG_INIT_SHARED;
-		if ((kvm_cap(vm->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & gm.flags) != gm.flags) {
+		if (!gmem_has_flags(vm->kvm, gm.flags)) {
 			snprintf(why, whylen, "flags %#llx not all in KVM_CAP_GUEST_MEMFD_FLAGS",
 				 (unsigned long long)gm.flags);
-			return KSFT_SKIP;
+			return gmem_skip_or_fail();
 		}
 	} else if (kvm_cap(vm->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
 		snprintf(why, whylen, "KVM_CAP_GMEM_SHARED_MEM is 0: guest_memfd needs GUEST_MEMFD_FLAG_MMAP to be mapped");
-		return KSFT_SKIP;
+		return gmem_ours_v7() ? KSFT_FAIL : KSFT_SKIP;
 	}
 	if (!kvm_cap(vm->kvm, KVM_CAP_USER_MEMORY2)) {
 		snprintf(why, whylen, "no KVM_CAP_USER_MEMORY2");
-		return KSFT_SKIP;
+		return gmem_skip_or_fail();
 	}
 
 	r = vm_create_with_gmem(vm, 0, gm.flags, why, whylen);
@@ -157,11 +157,9 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 	if (how != SETUP_PRIVATE)
 		memcpy((void *)(vm->mem + CODE_GPA), guest_code, sizeof(guest_code));
 
-	vm->vcpu = ioctl(vm->vm, KVM_CREATE_VCPU, 0);
-	if (vm->vcpu < 0) {
-		snprintf(why, whylen, "KVM_CREATE_VCPU: %s", strerror(errno));
-		return KSFT_FAIL;
-	}
+	r = vm_create_vcpu(vm, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
 	if (ioctl(vm->vm, KVM_ARM_PREFERRED_TARGET, &init) ||
 	    ioctl(vm->vcpu, KVM_ARM_VCPU_INIT, &init)) {
 		snprintf(why, whylen, "KVM_ARM_VCPU_INIT: %s", strerror(errno));
@@ -170,13 +168,6 @@ static int vm_setup(struct vm *vm, enum setup how, char *why, size_t whylen)
 	/* KVM_ARM_VCPU_INIT leaves the vCPU at EL1h, MMU off, interrupts masked. */
 	if (set_core_reg(vm->vcpu, offsetof(struct kvm_regs, regs.pc), CODE_GPA)) {
 		snprintf(why, whylen, "KVM_SET_ONE_REG(pc): %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	vm->run_size = ioctl(vm->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	vm->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpu, 0);
-	if (vm->run == MAP_FAILED) {
-		vm->run = NULL;
-		snprintf(why, whylen, "mmap(kvm_run): %s", strerror(errno));
 		return KSFT_FAIL;
 	}
 	return KSFT_PASS;

@@ -1,14 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by our guest_memfd tests (example_vmm.c stays
- * self-contained on purpose): capabilities, guest_memfd creation, CPU
- * pinning, the mm-shim hook and the debugfs counters that go with it.
+ * self-contained on purpose): capabilities and flag fallbacks, guest_memfd
+ * creation and mapping, a SIGBUS probe, page patterns, CPU pinning, module
+ * unload/load, the mm-shim hook and the debugfs counters that go with it.
  *
  * The SKIP-or-FAIL rule: a test may only SKIP what the kernel or the modules
- * under test cannot have. A missing capability of our modules is a SKIP,
- * which every tier's expected results (tests/expect/) turn into a failure
- * unless they name it; a feature the running kernel visibly has (e.g. the
- * mm-shim hook, gmem_has_mm_hook()) but our modules do not use is a FAIL.
+ * under test cannot have. Where a feature is missing, the test asks
+ * gmem_skip_or_fail(): with our modules loaded (gmem_ours(): only they have
+ * the kvm.gmem_mainline_abi parameter) every guest_memfd feature they
+ * provide must be there, so its absence is a FAIL; with other modules
+ * (Debian's) it is a SKIP. A feature our modules leave out on purpose in
+ * the running configuration (the v7 capability while the mainline ABI is
+ * on) is a SKIP, named with its reason in each tier's expected results
+ * (tests/expect/), which also turn any other SKIP into a failure. A kernel
+ * feature the running kernel visibly has (the mm-shim hook,
+ * gmem_has_mm_hook()) but our modules do not use is a FAIL too.
  */
 #ifndef GMEM_TEST_H
 #define GMEM_TEST_H
@@ -16,19 +23,42 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include <linux/kvm.h>
 
-/* The v7 series' capability, in case the headers predate it. */
+#include "kselftest.h"
+
+/*
+ * Fallbacks for headers that predate them: the v7 series' capability,
+ * mainline's (6.18) creation-flags capability and flags (the capability is
+ * 0 where it does not exist), and MADV_COLLAPSE.
+ */
 #ifndef KVM_CAP_GMEM_SHARED_MEM
 #define KVM_CAP_GMEM_SHARED_MEM 239
+#endif
+#ifndef KVM_CAP_GUEST_MEMFD_FLAGS
+#define KVM_CAP_GUEST_MEMFD_FLAGS 244
+#endif
+#ifndef GUEST_MEMFD_FLAG_MMAP
+#define GUEST_MEMFD_FLAG_MMAP		(1ULL << 0)
+#endif
+#ifndef GUEST_MEMFD_FLAG_INIT_SHARED
+#define GUEST_MEMFD_FLAG_INIT_SHARED	(1ULL << 1)
+#endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
 #endif
 
 #define GMEM_DEBUGFS		"/sys/kernel/debug"
@@ -46,6 +76,44 @@ static inline int kvm_cap(int fd, long cap)
 	return r < 0 ? 0 : r;
 }
 
+/* kvm.ko's ABI switch: only our modules have it. */
+#define GMEM_ABI_PARAM		"/sys/module/kvm/parameters/gmem_mainline_abi"
+
+/* Are our modules (kvm.ko with guest_memfd mmap) the ones loaded? */
+static inline bool gmem_ours(void)
+{
+	return !access(GMEM_ABI_PARAM, F_OK);
+}
+
+/* Our modules with the v7 ABI selected (kvm.gmem_mainline_abi=0)? */
+static inline bool gmem_ours_v7(void)
+{
+	char c = 0;
+	int fd = open(GMEM_ABI_PARAM, O_RDONLY);
+
+	if (fd < 0)
+		return false;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == 'N' || c == '0';
+}
+
+/*
+ * What a test reports for a missing guest_memfd feature that our modules
+ * provide: KSFT_FAIL with our modules loaded, KSFT_SKIP with any others.
+ */
+static inline int gmem_skip_or_fail(void)
+{
+	return gmem_ours() ? KSFT_FAIL : KSFT_SKIP;
+}
+
+/* Does @fd (/dev/kvm or a VM) take every guest_memfd flag in @flags? */
+static inline bool gmem_has_flags(int fd, unsigned long long flags)
+{
+	return ((unsigned long long)kvm_cap(fd, KVM_CAP_GUEST_MEMFD_FLAGS) & flags) == flags;
+}
+
 /* KVM_CREATE_GUEST_MEMFD on @vm: the new fd, or -errno. */
 static inline int gmem_create(int vm, long long size, unsigned long long flags)
 {
@@ -53,6 +121,146 @@ static inline int gmem_create(int vm, long long size, unsigned long long flags)
 	int fd = ioctl(vm, KVM_CREATE_GUEST_MEMFD, &args);
 
 	return fd < 0 ? -errno : fd;
+}
+
+/* A shared mapping of @len bytes of @fd from @off: as mmap(), MAP_FAILED on error. */
+static inline void *gmem_map_at(int fd, off_t off, size_t len, int prot)
+{
+	return mmap(NULL, len, prot, MAP_SHARED, fd, off);
+}
+
+/* A read-write mapping of the first @len bytes of guest_memfd @fd. */
+static inline void *gmem_map(int fd, size_t len)
+{
+	return gmem_map_at(fd, 0, len, PROT_READ | PROT_WRITE);
+}
+
+/*
+ * The SIGBUS probe: gmem_sigbus() touches one byte with the handler armed
+ * and says whether that raised SIGBUS; gmem_read_byte() returns the byte or
+ * -1. The handler records where and why (si_addr, si_code) in this thread's
+ * gmem_sigbus_addr and gmem_sigbus_code. Per thread, so threads may probe
+ * at once. A SIGBUS while not armed is not expected: the handler restores the
+ * default action and returns, so the access is retried and the process dies
+ * of it, which fails the test. Code with its own jump (a SIGBUS inside a
+ * syscall) may set gmem_sigbus_armed itself after sigsetjmp(gmem_sigbus_jmp).
+ */
+static __thread sigjmp_buf gmem_sigbus_jmp;
+static __thread volatile sig_atomic_t gmem_sigbus_armed __attribute__((unused));
+static __thread void *volatile gmem_sigbus_addr __attribute__((unused));
+static __thread volatile int gmem_sigbus_code __attribute__((unused));
+
+static inline void gmem_on_sigbus(int sig, siginfo_t *info, void *ctx)
+{
+	(void)sig;
+	(void)ctx;
+	gmem_sigbus_addr = info->si_addr;
+	gmem_sigbus_code = info->si_code;
+	if (gmem_sigbus_armed) {
+		gmem_sigbus_armed = 0;
+		siglongjmp(gmem_sigbus_jmp, 1);
+	}
+	signal(SIGBUS, SIG_DFL);
+}
+
+/* Install the probe's handler (each probe does; for code with its own jump). */
+static inline void gmem_sigbus_setup(void)
+{
+	struct sigaction sa = { .sa_sigaction = gmem_on_sigbus, .sa_flags = SA_SIGINFO };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+/* Read one byte at @p, or write 0x5a there if @write: true if that SIGBUSed. */
+static inline bool gmem_sigbus(volatile void *p, bool write)
+{
+	volatile uint8_t *b = p;
+
+	gmem_sigbus_setup();
+	gmem_sigbus_addr = NULL;
+	gmem_sigbus_code = 0;
+	if (sigsetjmp(gmem_sigbus_jmp, 1))
+		return true;
+	gmem_sigbus_armed = 1;
+	if (write)
+		*b = 0x5a;
+	else
+		(void)*b;
+	gmem_sigbus_armed = 0;
+	return false;
+}
+
+/* The byte at @p, or -1 if reading it raised SIGBUS. */
+static inline int gmem_read_byte(volatile void *p)
+{
+	volatile uint8_t *b = p;
+	volatile int v = -1;
+
+	gmem_sigbus_setup();
+	gmem_sigbus_addr = NULL;
+	gmem_sigbus_code = 0;
+	if (sigsetjmp(gmem_sigbus_jmp, 1))
+		return -1;
+	gmem_sigbus_armed = 1;
+	v = *b;
+	gmem_sigbus_armed = 0;
+	return v;
+}
+
+/*
+ * Byte patterns over file offsets: gmem_pat(off, seed) differs per byte and
+ * per page, so a page mapped at the wrong offset shows. gmem_fill() writes
+ * offsets [from, to) of a mapping of the file at @mem; gmem_check() and
+ * gmem_check_zero() return the first offset in [from, to) that differs, or -1.
+ */
+static inline uint8_t gmem_pat(size_t off, uint8_t seed)
+{
+	return (uint8_t)(seed + off + (off / 4096) * 13);
+}
+
+static inline void gmem_fill(volatile uint8_t *mem, size_t from, size_t to, uint8_t seed)
+{
+	for (size_t off = from; off < to; off++)
+		mem[off] = gmem_pat(off, seed);
+}
+
+static inline long gmem_check(const volatile uint8_t *mem, size_t from, size_t to, uint8_t seed)
+{
+	for (size_t off = from; off < to; off++)
+		if (mem[off] != gmem_pat(off, seed))
+			return (long)off;
+	return -1;
+}
+
+static inline long gmem_check_zero(const volatile uint8_t *mem, size_t from, size_t to)
+{
+	for (size_t off = from; off < to; off++)
+		if (mem[off])
+			return (long)off;
+	return -1;
+}
+
+/*
+ * Word patterns: @len bytes at @p all hold the 64-bit @v (a page stamped
+ * with who wrote it and when). gmem_check64() returns the first word that
+ * differs from @want, or @want.
+ */
+static inline void gmem_fill64(volatile void *p, size_t len, uint64_t v)
+{
+	for (size_t i = 0; i < len / sizeof(v); i++)
+		((volatile uint64_t *)p)[i] = v;
+}
+
+static inline uint64_t gmem_check64(const volatile void *p, size_t len, uint64_t want)
+{
+	for (size_t i = 0; i < len / sizeof(want); i++) {
+		uint64_t v = ((const volatile uint64_t *)p)[i];
+
+		if (v != want)
+			return v;
+	}
+	return want;
 }
 
 static inline void pin_cpu(int cpu)
@@ -64,13 +272,22 @@ static inline void pin_cpu(int cpu)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
-/* Does the running kernel have the mm-shim hook? (/proc/kallsyms, as root) */
+/*
+ * Does the running kernel have the mm-shim hook? It exports
+ * guestmem_register_free_ops (/proc/kallsyms, as root); the shim kernel is
+ * also named for it (CONFIG_LOCALVERSION="-kvm-gmem-shim"), so a kernel
+ * built without kallsyms cannot hide it.
+ */
 static inline bool gmem_has_mm_hook(void)
 {
 	char line[256];
-	FILE *f = fopen("/proc/kallsyms", "r");
+	struct utsname u;
 	bool found = false;
+	FILE *f;
 
+	if (!uname(&u) && strstr(u.release, "-kvm-gmem-shim"))
+		return true;
+	f = fopen("/proc/kallsyms", "r");
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f))

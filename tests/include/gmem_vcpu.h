@@ -3,16 +3,15 @@
  * The host side shared by gmem_vcpu_test.c (x86) and arm64/gmem_vcpu_test.c:
  * the guest memory layout both guests follow, the VM handle, per-case
  * timeouts, the data-page helpers, the checked guest round and the punch-hole
- * case built on it, a SIGBUS-safe read and the TAP main loop. Each test
- * brings its own guest code, vCPU setup and exit handling (guest_round()).
+ * case built on it, vCPU creation, a SIGBUS-safe read and the TAP main loop.
+ * Each test brings its own guest code, vCPU setup and exit handling
+ * (guest_round()).
  */
 #ifndef GMEM_VCPU_H
 #define GMEM_VCPU_H
 
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -111,25 +110,46 @@ static inline void vm_teardown(struct vm *vm)
 static inline int vm_create_with_gmem(struct vm *vm, unsigned long type, uint64_t flags,
 				      char *why, size_t whylen)
 {
-	struct kvm_create_guest_memfd gm = { .size = MEM_SIZE, .flags = flags };
 	void *mem;
+	int fd;
 
 	vm->vm = ioctl(vm->kvm, KVM_CREATE_VM, type);
 	if (vm->vm < 0) {
 		snprintf(why, whylen, "KVM_CREATE_VM(%lu): %s", type, strerror(errno));
 		return KSFT_FAIL;
 	}
-	vm->gmem = ioctl(vm->vm, KVM_CREATE_GUEST_MEMFD, &gm);
-	if (vm->gmem < 0) {
-		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD: %s", strerror(errno));
+	fd = gmem_create(vm->vm, MEM_SIZE, flags);
+	if (fd < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD: %s", strerror(-fd));
 		return KSFT_FAIL;
 	}
-	mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, vm->gmem, 0);
+	vm->gmem = fd;
+	mem = gmem_map(vm->gmem, MEM_SIZE);
 	if (mem == MAP_FAILED) {
 		snprintf(why, whylen, "mmap(guest_memfd): %s", strerror(errno));
 		return KSFT_FAIL;
 	}
 	vm->mem = mem;
+	return KSFT_PASS;
+}
+
+/* vCPU 0 of the VM and its kvm_run mapping. Returns a KSFT_* code. */
+static inline int vm_create_vcpu(struct vm *vm, char *why, size_t whylen)
+{
+	void *run;
+
+	vm->vcpu = ioctl(vm->vm, KVM_CREATE_VCPU, 0);
+	if (vm->vcpu < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VCPU: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	vm->run_size = ioctl(vm->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpu, 0);
+	if (run == MAP_FAILED) {
+		snprintf(why, whylen, "mmap(kvm_run): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	vm->run = run;
 	return KSFT_PASS;
 }
 
@@ -251,24 +271,10 @@ static inline int check_punch_hole(struct vm *vm, char *why, size_t whylen)
 	return KSFT_PASS;
 }
 
-static sigjmp_buf sigbus_jmp;
-
-static inline void on_sigbus(int sig)
-{
-	(void)sig;
-	siglongjmp(sigbus_jmp, 1);
-}
-
 /* Read one byte of a mapping: the byte, or -1 when the read raised SIGBUS. */
 static inline int host_read(volatile uint8_t *p)
 {
-	struct sigaction sa = { .sa_handler = on_sigbus }, old;
-	int v;
-
-	sigaction(SIGBUS, &sa, &old);
-	v = sigsetjmp(sigbus_jmp, 1) ? -1 : *p;
-	sigaction(SIGBUS, &old, NULL);
-	return v;
+	return gmem_read_byte(p);
 }
 
 /* One TAP case: returns a KSFT_* code; @why says what failed or why it skips. */
