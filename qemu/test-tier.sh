@@ -17,6 +17,10 @@
 #                   naming what Debian's modules lack
 #   REGRESSION=0    leave out the tree's selftests (tests/regression-list)
 #   BUILD_OBJ=DIR   our modules from DIR (scripts/build-modules.sh's output)
+#   NUMA=N          memory nodes of the guest; the x86 tiers boot 2 by default,
+#                   for gmem_numa_test (qemu/boot.sh)
+#   ONLY='A B'      run only these programs of the tier's lists (and judge
+#                   only their rules), e.g. ONLY=gmem_numa_test
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -85,6 +89,9 @@ dkms)
 	die "unknown tier $tier (stock, debian, shim, arm64, dkms)"
 	;;
 esac
+# Two memory nodes for the x86 tiers with our test list: gmem_numa_test
+# binds memory to the node it does not run on.
+case "$tier" in stock|debian|shim) export NUMA=${NUMA:-2} ;; esac
 
 # The Debian kernel tiers also run the tree's selftests of the regression
 # comparison (tests/regression-list), before our tests: the last of ours
@@ -95,8 +102,15 @@ fi
 # A caller that brings its own tests (qemu-run, qemu-shell: --tests DIR)
 # needs none of the tier's staged, nor built.
 case " $* " in *" --tests "*) lists=() ;; esac
+if [ -n "${ONLY:-}" ] && [ ${#lists[@]} -gt 0 ]; then
+	only="$top/build/stage/$tier.only-list"
+	mkdir -p "$top/build/stage"
+	awk -v only=" $ONLY " '$1 !~ /^#/ && NF && index(only, " " $1 " ")' "${lists[@]}" >"$only"
+	[ -s "$only" ] || die "ONLY='$ONLY': no such program in the tier's lists"
+	lists=("$only")
+fi
 [ ${#lists[@]} -eq 0 ] || "$top/scripts/stage-tests.sh" "$stage" "${lists[@]}"
-if [ "${REGRESSION:-1}" = 0 ] && [ -f "$stage/list" ]; then
+if { [ "${REGRESSION:-1}" = 0 ] || [ -n "${ONLY:-}" ]; } && [ -f "$stage/list" ]; then
 	# A subset of the tier's programs: only their rules apply.
 	awk 'NR == FNR { if ($1 !~ /^#/ && NF) ran[$1] = 1; next }
 	     /^[ \t]*(#|$)/ || $1 in ran || $1 == "modules"' "$stage/list" "$top/tests/expect/$tier" >"$stage/expect"

@@ -3,9 +3,11 @@
 # product is gone: the tier's own programs, judged by its own list, must FAIL
 #   debian-modules   with Debian's kvm modules (no guest_memfd mmap at all)
 #   no-host-mmap     with our modules built without CONFIG_KVM_GMEM_SHARED_MEM
+#   no-numa-policy   gmem_numa_test alone, with our modules built without
+#                    NUMA placement (KVM_GMEM_MPOL=n)
 # and the failure must name the guest_memfd cases that did not pass, not a
 # crash, a timeout or a kernel splat.
-#   check-mutants.sh [debian-modules|no-host-mmap]...   (default: both)
+#   check-mutants.sh [debian-modules|no-host-mmap|no-numa-policy]...   (default: all)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -45,7 +47,7 @@ must_fail() {
 }
 
 mutants=("$@")
-[ $# -gt 0 ] || mutants=(debian-modules no-host-mmap)
+[ $# -gt 0 ] || mutants=(debian-modules no-host-mmap no-numa-policy)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -59,6 +61,13 @@ for m in "${mutants[@]}"; do
 '^- gmem_mmap_test: ".*" (was SKIPPED|FAILED)
 ^- gmem_vcpu_test: ".*" (was SKIPPED|FAILED)
 ^- example_vmm: ' -- KVM_GMEM_SHARED_MEM=n BUILD_OBJ="$top/build/obj/mutant-no-host-mmap-$kver"
+		;;
+	no-numa-policy)
+		must_fail no-numa-policy \
+'^- gmem_numa_test: "MPOL_BIND node 1, host faults from node 0 .*" FAILED
+^- gmem_numa_test: "a vCPU on node 0 faults in a gmem-only memslot page bound to node 1 .*" FAILED
+^- gmem_numa_test: "MPOL_INTERLEAVE' -- KVM_GMEM_MPOL=n ONLY=gmem_numa_test \
+			BUILD_OBJ="$top/build/obj/mutant-no-numa-policy-$kver"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac
