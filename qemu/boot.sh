@@ -106,6 +106,10 @@ echo "$numa" >"$share/numa-nodes"
 # cache makes the guest kernel warn (topology_sane).
 smp=$cpus
 ((numa == 1)) || smp+=",sockets=$cpus"
+# With more than one socket the guest assumes unsynchronized TSCs and falls
+# back to the HPET, and the KVM selftests that need a TSC clocksource skip.
+# QEMU derives every vCPU's TSC from one host clock: tell the guest so.
+((numa == 1)) || append+=" tsc=reliable"
 qemu+=(-smp "$smp" -m "$((node_mb * numa))M"
 	-nodefaults -display none -monitor none -no-reboot
 	-serial chardev:console

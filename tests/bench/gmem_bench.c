@@ -26,6 +26,11 @@
  *                             anonymous memory, memfd, guest_memfd of a default
  *                             VM (gmem-only memslot) or of a SW_PROTECTED VM
  *                             (v7, in place)
+ *   numa_first_touch          first touch (as fault_seq_1t) of a guest_memfd
+ *                             mapping from a CPU of node 0: no policy (gmem,
+ *                             the ref), mbind() to node 0 (the policy lookup's
+ *                             cost) and to node 1 (remote placement); n/a
+ *                             with one node (make bench NUMA=2)
  *   footprint_{memavail,shmem,unevictable}  a VM of G bytes whose memory is
  *                             written by the VMM through its mapping and
  *                             partly by the vCPU: the drop of MemAvailable
@@ -62,7 +67,9 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/mempolicy.h>
 
 #include <linux/falloc.h>
 #include <linux/kvm.h>
@@ -94,8 +101,10 @@ static long vcpu_passes = 4;		/* re-touch passes */
 static long foot_pages = 32768;		/* 128 MiB guest */
 static long foot_vcpu_pages = 256;
 
-enum mem { ANON, MEMFD, GMEM, GMEM_SWP };
-static const char *const mem_name[] = { "anon", "memfd", "gmem", "gmem_swprot" };
+/* GMEM_BIND_*: a default VM's guest_memfd, its mapping mbind() to node 0 or 1. */
+enum mem { ANON, MEMFD, GMEM, GMEM_SWP, GMEM_BIND_LOCAL, GMEM_BIND_REMOTE };
+static const char *const mem_name[] = { "anon", "memfd", "gmem", "gmem_swprot",
+					"gmem_bind_local", "gmem_bind_remote" };
 
 struct bench_case;
 typedef int (*case_fn)(const struct bench_case *c, double *v, char *why, size_t whylen);
@@ -164,7 +173,7 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 		snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
 		return RES_NA;
 	}
-	if (mem == GMEM) {
+	if (mem != GMEM_SWP) {
 		if ((kvm_cap(r->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & want) != want) {
 			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP|INIT_SHARED");
 			return RES_NA;
@@ -212,6 +221,15 @@ static int region_map(struct region *r, char *why, size_t whylen)
 		r->p = NULL;
 		snprintf(why, whylen, "mmap %s: %s", mem_name[r->mem], strerror(errno));
 		return RES_ERR;
+	}
+	if (r->mem == GMEM_BIND_LOCAL || r->mem == GMEM_BIND_REMOTE) {
+		/* The toucher runs on node 0 (case_numa_fault()); mbind's maxnode - 1 bits. */
+		unsigned long mask = r->mem == GMEM_BIND_LOCAL ? 1 : 2;
+
+		if (syscall(__NR_mbind, r->p, r->len, MPOL_BIND, &mask, 65UL, 0U)) {
+			snprintf(why, whylen, "mbind: %s", strerror(errno));
+			return RES_ERR;
+		}
 	}
 	return RES_OK;
 }
@@ -318,6 +336,46 @@ static int case_fault(const struct bench_case *c, double *v, char *why, size_t w
 	t1 = now();
 	v[0] = per * c->threads / (t1 - t0);
 	return RES_OK;
+}
+
+/* The first CPU of @node from sysfs, or -1. */
+static int node_first_cpu(int node)
+{
+	char path[64];
+	int cpu = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%d", &cpu) != 1)
+			cpu = -1;
+		fclose(f);
+	}
+	return cpu;
+}
+
+/*
+ * First touch from a CPU of node 0 with no policy (ref), bound to node 0
+ * (what the policy lookup costs) and bound to node 1 (what remote placement
+ * costs). n/a with fewer than two nodes: make bench NUMA=2.
+ */
+static int case_numa_fault(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	int cpu0 = node_first_cpu(0);
+	cpu_set_t set;
+
+	if (cpu0 < 0 || node_first_cpu(1) < 0) {
+		snprintf(why, whylen, "needs two nodes with CPUs (make bench NUMA=2)");
+		return RES_NA;
+	}
+	CPU_ZERO(&set);
+	CPU_SET(cpu0, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		snprintf(why, whylen, "sched_setaffinity: %s", strerror(errno));
+		return RES_ERR;
+	}
+	return case_fault(c, v, why, whylen);
 }
 
 /*
@@ -777,6 +835,7 @@ static int case_footprint(const struct bench_case *c, double *v, char *why, size
 	{ name, GMEM, "memfd", PPS, case_fault, ord, thr, 1, { "" } }, \
 	{ name, MEMFD, "memfd", PPS, case_fault, ord, thr, 1, { "" } }, \
 	{ name, ANON, "memfd", PPS, case_fault, ord, thr, 1, { "" } }
+#define NUMA(m) { "numa_first_touch", m, "gmem", PPS, case_numa_fault, 0, 1, 1, { "" } }
 #define VCPU(m) { "vcpu", m, "anon", PPS, case_vcpu, 0, 1, 2, { "_first", "_retouch" } }
 #define FOOT(m) { "footprint", m, "guest", "x guest", case_footprint, 0, 1, 3, \
 		  { "_memavail", "_shmem", "_unevictable" } }
@@ -796,6 +855,7 @@ static const struct bench_case cases[] = {
 	{ "punch_cycle", GMEM, "memfd", PPS, case_punch, 0, 1, 1, { "" } },
 	{ "punch_cycle", MEMFD, "memfd", PPS, case_punch, 0, 1, 1, { "" } },
 	VCPU(ANON), VCPU(MEMFD), VCPU(GMEM), VCPU(GMEM_SWP),
+	NUMA(GMEM), NUMA(GMEM_BIND_LOCAL), NUMA(GMEM_BIND_REMOTE),
 	FOOT(GMEM), FOOT(MEMFD), FOOT(ANON),
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
