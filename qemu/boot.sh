@@ -71,11 +71,13 @@ x86_64)
 	console=ttyS0
 	;;
 arm64)
+	# mte=on: KVM can offer MTE to its VMs (gmem_vcpu_test checks that such a
+	# VM refuses guest_memfd memslots).
 	# virtualization=on: the guest kernel starts at EL2 and runs KVM (VHE);
 	# GICv3, because KVM needs a GIC with virtualization support. TCG has
 	# no text-patching race here: arm64 patches with cache maintenance.
 	need_tools qemu-system-aarch64:qemu-system-arm
-	qemu=(qemu-system-aarch64 -machine virt,virtualization=on,gic-version=3 -accel tcg -cpu max)
+	qemu=(qemu-system-aarch64 -machine virt,virtualization=on,mte=on,gic-version=3 -accel tcg -cpu max)
 	console=ttyAMA0
 	;;
 *) die "$kdir/arch: unknown architecture '$arch'" ;;

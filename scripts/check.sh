@@ -40,6 +40,7 @@ run_step "prepare + modules (Debian kernel)" build/results/modules.log make -s m
 run_step "selftests + tests" build/results/selftests.log make -s selftests
 run_step "series check (patch by patch)" build/results/check-series.log scripts/check-series.sh
 run_step "tier stock (our modules)" build/results/tier-stock.log qemu/test-tier.sh stock
+run_step "README ABI table = gmem_abi_test's cases" build/results/abi-table.log scripts/abi-table.sh --check
 run_step "tier debian (Debian's modules)" build/results/tier-debian.log qemu/test-tier.sh debian
 # Only a real run of both can be compared.
 if [ -f build/results/stock/summary.txt ] && [ -f build/results/debian/summary.txt ]; then

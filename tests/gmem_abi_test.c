@@ -3,7 +3,8 @@
  * gmem_abi_test: the guest_memfd mmap() ABI table, in both settings of the
  * kvm.gmem_mainline_abi module parameter: the test writes the parameter
  * itself (v7 round, then mainline round) and restores it, so one run covers
- * both. README's ABI table is this one.
+ * both. README's ABI table is made from the names of its cases
+ * (scripts/abi-table.sh --update); in short:
  *
  *                          mainline (=1, default)    v7 (=0)
  *  /dev/kvm FLAGS cap      MMAP|INIT_SHARED          MMAP|INIT_SHARED
@@ -162,6 +163,30 @@ static int bind_slot(int vm, int gmem, void *hva)
 	return ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &region) ? -errno : 0;
 }
 
+/* How the case names (README's ABI table) spell flags and errnos. */
+static const char *flag_names(unsigned long long flags)
+{
+	switch (flags) {
+	case 0:			return "0";
+	case MMAP:		return "MMAP";
+	case INIT:		return "INIT_SHARED";
+	case MMAP | INIT:	return "MMAP | INIT_SHARED";
+	default:		return "?";
+	}
+}
+
+static const char *errno_name(int e)
+{
+	switch (e) {
+	case 0:		return "ok";
+	case EINVAL:	return "EINVAL";
+	case ENODEV:	return "ENODEV";
+	case EEXIST:	return "EEXIST";
+	case EFAULT:	return "EFAULT";
+	default:	return strerror(e);
+	}
+}
+
 /* What a shared, mappable guest_memfd must do. */
 static bool check_shared_mapping(int fd, const char **why)
 {
@@ -270,8 +295,8 @@ static void check_v7_cap_not_enabled(int vm, const char *who)
 	struct kvm_enable_cap cap = { .cap = KVM_CAP_GMEM_SHARED_MEM };
 	int r = ioctl(vm, KVM_ENABLE_CAP, &cap) ? errno : 0;
 
-	ksft_test_result(r == EINVAL, "%s: KVM_ENABLE_CAP(239) %s (want EINVAL)\n", who,
-			 r ? strerror(r) : "succeeded");
+	ksft_test_result(r == EINVAL, "%s: KVM_ENABLE_CAP(239) = %s (want EINVAL)\n", who,
+			 errno_name(r));
 }
 
 /* Every bit that is not advertised must be refused. */
@@ -293,25 +318,39 @@ static void check_bad_flags(int vm, const char *who, unsigned long long allowed)
 			break;
 		}
 	}
-	ksft_test_result(bad < 0, "%s: every unadvertised flag bit is EINVAL%s\n", who,
-			 bad < 0 ? "" : " (one is not)");
+	ksft_test_result(bad < 0, "%s: any flag bit the flags cap does not advertise = %s\n", who,
+			 bad < 0 ? "EINVAL" : "accepted (one is not EINVAL)");
 }
 
-typedef bool (*check_fn)(int fd, const char **why);
+/*
+ * What a guest_memfd of some flags must do, and how README's ABI table says
+ * it: the case names are the table's cells (scripts/abi-table.sh).
+ */
+struct behaviour {
+	bool (*check)(int fd, const char **why);
+	const char *says;
+};
 
-static void check_file(int vm, const char *who, unsigned long long flags, check_fn fn)
+static const struct behaviour shared = { check_shared_mapping, "shared" };
+static const struct behaviour private = {
+	check_private_mapping, "mmap ok, every touch SIGBUS (private), allocating nothing"
+};
+static const struct behaviour not_mappable = { check_not_mappable, "mmap ENODEV" };
+
+static void check_file(int vm, const char *who, unsigned long long flags,
+		       const struct behaviour *b)
 {
 	const char *why = "";
 	int fd = create_gmem(vm, flags);
 	bool ok;
 
 	if (fd < 0) {
-		ksft_test_result_fail("%s: flags %#llx: create failed: %s\n", who, flags,
-				      strerror(-fd));
+		ksft_test_result_fail("%s: flags %s: create failed: %s\n", who,
+				      flag_names(flags), strerror(-fd));
 		return;
 	}
-	ok = fn(fd, &why);
-	ksft_test_result(ok, "%s: flags %#llx %s\n", who, flags, ok ? "as specified" : why);
+	ok = b->check(fd, &why);
+	ksft_test_result(ok, "%s: flags %s: %s\n", who, flag_names(flags), ok ? b->says : why);
 	close(fd);
 }
 
@@ -320,8 +359,8 @@ static void check_bind(int vm, const char *who, unsigned long long flags, int wa
 	int fd = create_gmem(vm, flags), r;
 
 	r = fd < 0 ? fd : bind_slot(vm, fd, NULL);
-	ksft_test_result(r == want, "%s: memslot on flags %#llx guest_memfd, userspace_addr 0: %s\n",
-			 who, flags, r ? strerror(-r) : "bound");
+	ksft_test_result(r == want, "%s: memslot on a flags %s guest_memfd, userspace_addr 0: %s\n",
+			 who, flag_names(flags), r ? errno_name(-r) : "bound");
 	if (fd >= 0)
 		close(fd);
 }
@@ -345,10 +384,10 @@ static void run_abi(bool mainline, bool have_swprot)
 	check_v7_cap(vm, who, 0);
 	check_v7_cap_not_enabled(vm, who);
 	check_bad_flags(vm, who, MMAP | INIT);
-	check_file(vm, who, 0, check_not_mappable);
-	check_file(vm, who, INIT, check_not_mappable);
-	check_file(vm, who, MMAP, check_private_mapping);
-	check_file(vm, who, MMAP | INIT, check_shared_mapping);
+	check_file(vm, who, 0, &not_mappable);
+	check_file(vm, who, INIT, &not_mappable);
+	check_file(vm, who, MMAP, &private);
+	check_file(vm, who, MMAP | INIT, &shared);
 	check_bind(vm, who, 0, -EINVAL);
 	close(vm);
 	/* One memslot per VM at GPA 0: a fresh VM for the second bind. */
@@ -368,8 +407,8 @@ static void run_abi(bool mainline, bool have_swprot)
 	check_v7_cap(vm, who, !mainline);
 	check_v7_cap_not_enabled(vm, who);
 	check_bad_flags(vm, who, MMAP);
-	check_file(vm, who, 0, mainline ? check_not_mappable : check_shared_mapping);
-	check_file(vm, who, MMAP, mainline ? check_private_mapping : check_shared_mapping);
+	check_file(vm, who, 0, mainline ? &not_mappable : &shared);
+	check_file(vm, who, MMAP, mainline ? &private : &shared);
 	close(vm);
 	vm = create_vm(KVM_X86_SW_PROTECTED_VM);
 	check_bind(vm, who, 0, 0);
@@ -386,8 +425,8 @@ static void run_abi(bool mainline, bool have_swprot)
 		ok = fd >= 0 && (mainline ? check_not_mappable(fd, &why) :
 					    check_shared_mapping(fd, &why));
 		set_mainline(mainline);
-		ksft_test_result(ok, "%s: a guest_memfd keeps its ABI when the parameter flips %s\n",
-				 who, why);
+		ksft_test_result(ok, "%s: a flags 0 guest_memfd, after the parameter flips: %s\n",
+				 who, ok ? (mainline ? not_mappable.says : shared.says) : why);
 		if (fd >= 0)
 			close(fd);
 	}
@@ -409,8 +448,8 @@ static void run_abi(bool mainline, bool have_swprot)
 					    check_shared_mapping(fd, &why));
 		if (c239 != !mainline)
 			ok = false, why = "KVM_CAP_GMEM_SHARED_MEM follows the parameter";
-		ksft_test_result(ok, "%s: a VM keeps its ABI (cap 239 = %d, new guest_memfds) when the parameter flips %s\n",
-				 who, c239, why);
+		ksft_test_result(ok, "%s: after the parameter flips, the VM's 239 cap / a new flags 0 guest_memfd: %d / %s\n",
+				 who, c239, ok ? (mainline ? not_mappable.says : shared.says) : why);
 		if (fd >= 0)
 			close(fd);
 	}

@@ -23,9 +23,14 @@
  *   5. private_memory_hidden_from_host: with kvm.gmem_mainline_abi=1,
  *      GUEST_MEMFD_FLAG_MMAP alone makes private memory: a host touch SIGBUSes
  *      (with the v7 ABI every guest_memfd of an arm64 VM is shared: SKIP).
- * Cases 1-3 SKIP without KVM_CAP_GMEM_SHARED_MEM (the v7 ABI), 4-5 without
- * the flags in KVM_CAP_GUEST_MEMFD_FLAGS; 6 checks the capabilities a
- * mainline VMM probes.
+ *   7. memory_fault_exit: the guest_memfd of a gmem-only memslot is closed
+ *      before the vCPU runs: KVM_RUN fails with EFAULT and
+ *      KVM_EXIT_MEMORY_FAULT names the page.
+ *   8. mte_refuses_gmem: MTE and guest_memfd memslots exclude each other,
+ *      with EINVAL at KVM_SET_USER_MEMORY_REGION2 or KVM_ENABLE_CAP time.
+ * Cases 1-3 SKIP without KVM_CAP_GMEM_SHARED_MEM (the v7 ABI), 4-5 and 7
+ * without the flags in KVM_CAP_GUEST_MEMFD_FLAGS; 6 checks the capabilities
+ * a mainline VMM probes.
  *
  * The guest runs with its MMU off, so its accesses are Device/Non-cacheable:
  * fine under TCG, and with FEAT_S2FWB on hardware.
@@ -356,6 +361,144 @@ out:
 	return r;
 }
 
+/*
+ * guest_memfd cannot provide the page: the guest_memfd of a gmem-only
+ * memslot is closed (and unmapped) before the vCPU's first fetch. KVM_RUN
+ * must fail with EFAULT and say where: KVM_EXIT_MEMORY_FAULT with the gpa
+ * and size of the code page (src/arm64 0005; before it, EFAULT alone).
+ */
+static int case_memory_fault_exit(char *why, size_t whylen)
+{
+	struct vm vm;
+	int r = vm_setup(&vm, SETUP_MAINLINE, why, whylen);
+	long page = getpagesize();
+
+	if (r != KSFT_PASS)
+		goto out;
+	munmap((void *)vm.mem, MEM_SIZE);
+	vm.mem = NULL;
+	close(vm.gmem);
+	vm.gmem = -1;
+	r = KSFT_FAIL;
+	errno = 0;
+	if (ioctl(vm.vcpu, KVM_RUN, 0) != -1 || errno != EFAULT)
+		snprintf(why, whylen, "KVM_RUN with the guest_memfd closed: %s, want EFAULT",
+			 errno ? strerror(errno) : "success");
+	else if (vm.run->exit_reason != KVM_EXIT_MEMORY_FAULT)
+		snprintf(why, whylen, "exit reason %u, want KVM_EXIT_MEMORY_FAULT (%u)",
+			 vm.run->exit_reason, KVM_EXIT_MEMORY_FAULT);
+	else if (vm.run->memory_fault.gpa != (CODE_GPA & ~(page - 1)) ||
+		 vm.run->memory_fault.size != (unsigned long long)page ||
+		 vm.run->memory_fault.flags)
+		snprintf(why, whylen, "memory fault gpa %#llx size %#llx flags %#llx, want %#lx %#lx 0",
+			 (unsigned long long)vm.run->memory_fault.gpa,
+			 (unsigned long long)vm.run->memory_fault.size,
+			 (unsigned long long)vm.run->memory_fault.flags,
+			 (unsigned long)(CODE_GPA & ~(page - 1)), page);
+	else
+		r = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	return r;
+}
+
+/* A VM and a guest_memfd memslot (or not) over @hva; -errno of the memslot. */
+static int gmem_memslot(int vm, int slot, bool gmem, void *hva)
+{
+	struct kvm_userspace_memory_region2 region = {
+		.slot = slot,
+		.flags = gmem ? KVM_MEM_GUEST_MEMFD : 0,
+		.guest_phys_addr = (uint64_t)slot * MEM_SIZE,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)hva,
+	};
+	int fd = -1, r;
+
+	if (gmem) {
+		fd = gmem_create(vm, MEM_SIZE, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED);
+		if (fd < 0)
+			return fd;
+		region.guest_memfd = fd;
+	}
+	r = ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &region) ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/*
+ * MTE cannot tag guest_memfd memory: a VM with MTE refuses a guest_memfd
+ * memslot, and a VM with one refuses MTE, both with EINVAL when the memslot
+ * or the capability is set (src/arm64 0004), not at the first fault. The
+ * memslot's userspace_addr is anonymous memory, which MTE allows, so only
+ * the guest_memfd can be the reason; the same memory without guest_memfd
+ * is the positive control. The arm64 tier boots with mte=on: no MTE is a
+ * failure.
+ */
+static int case_mte_refuses_gmem(char *why, size_t whylen)
+{
+	struct kvm_enable_cap mte = { .cap = KVM_CAP_ARM_MTE };
+	int kvm, vm1 = -1, vm2 = -1, r = KSFT_FAIL, e;
+	void *anon;
+
+	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm < 0) {
+		snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	anon = mmap(NULL, 2 * MEM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (anon == MAP_FAILED) {
+		snprintf(why, whylen, "mmap: %s", strerror(errno));
+		goto out;
+	}
+	if (kvm_cap(kvm, KVM_CAP_ARM_MTE) <= 0) {
+		snprintf(why, whylen, "no KVM_CAP_ARM_MTE (the arm64 tier boots QEMU with mte=on)");
+		goto out;
+	}
+	vm1 = ioctl(kvm, KVM_CREATE_VM, 0);
+	vm2 = ioctl(kvm, KVM_CREATE_VM, 0);
+	if (vm1 < 0 || vm2 < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
+		goto out;
+	}
+	if (ioctl(vm1, KVM_ENABLE_CAP, &mte)) {
+		snprintf(why, whylen, "KVM_ENABLE_CAP(MTE): %s", strerror(errno));
+		goto out;
+	}
+	e = gmem_memslot(vm1, 0, true, anon);
+	if (e != -EINVAL) {
+		snprintf(why, whylen, "MTE VM: guest_memfd memslot: %s, want EINVAL",
+			 e ? strerror(-e) : "accepted");
+		goto out;
+	}
+	e = gmem_memslot(vm1, 1, false, (char *)anon + MEM_SIZE);
+	if (e) {
+		snprintf(why, whylen, "MTE VM: anonymous memslot: %s", strerror(-e));
+		goto out;
+	}
+	e = gmem_memslot(vm2, 0, true, anon);
+	if (e) {
+		snprintf(why, whylen, "guest_memfd memslot without MTE: %s", strerror(-e));
+		goto out;
+	}
+	errno = 0;
+	if (!ioctl(vm2, KVM_ENABLE_CAP, &mte) || errno != EINVAL) {
+		snprintf(why, whylen, "KVM_ENABLE_CAP(MTE) with a guest_memfd memslot: %s, want EINVAL",
+			 errno ? strerror(errno) : "success");
+		goto out;
+	}
+	r = KSFT_PASS;
+out:
+	if (vm1 >= 0)
+		close(vm1);
+	if (vm2 >= 0)
+		close(vm2);
+	if (anon != MAP_FAILED)
+		munmap(anon, 2 * MEM_SIZE);
+	close(kvm);
+	return r;
+}
+
 static const struct gmem_case cases[] = {
 	{ "guest_reads_host_pattern", case_guest_reads_host_pattern },
 	{ "punch_hole_seen_by_guest", case_punch_hole_seen_by_guest },
@@ -363,6 +506,8 @@ static const struct gmem_case cases[] = {
 	{ "mainline_flags", case_mainline_flags },
 	{ "private_memory_hidden_from_host", case_private_memory_hidden_from_host },
 	{ "caps_every_vm", case_caps_every_vm },
+	{ "memory_fault_exit", case_memory_fault_exit },
+	{ "mte_refuses_gmem", case_mte_refuses_gmem },
 };
 
 int main(void)
