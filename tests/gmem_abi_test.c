@@ -7,11 +7,11 @@
  * (scripts/abi-table.sh --update); in short:
  *
  *                          mainline (=1, default)    v7 (=0)
- *  /dev/kvm FLAGS cap      MMAP|INIT_SHARED          MMAP|INIT_SHARED
+ *  /dev/kvm FLAGS cap      MMAP|INIT_SHARED|WRITE    same
  *  /dev/kvm 239 cap        0                         1
  *  any VM GUEST_MEMFD cap  1                         1
  *  any VM ENABLE_CAP(239)  EINVAL                    EINVAL
- *  default VM FLAGS cap    MMAP|INIT_SHARED          MMAP|INIT_SHARED
+ *  default VM FLAGS cap    MMAP|INIT_SHARED|WRITE    same
  *  default VM 239 cap      0                         0
  *  default VM, 0           mmap ENODEV, no memslot   same
  *  default VM, MMAP        mmap ok, touch SIGBUS(*)  same
@@ -58,6 +58,7 @@
 #define PARAM	"/sys/module/kvm/parameters/gmem_mainline_abi"
 #define MMAP	GUEST_MEMFD_FLAG_MMAP
 #define INIT	GUEST_MEMFD_FLAG_INIT_SHARED
+#define WRITE	GUEST_MEMFD_FLAG_WRITE
 #define NPAGES	4
 /* Cases per ABI setting: /dev/kvm has 2. */
 #define DEFAULT_VM_CASES	11
@@ -374,16 +375,16 @@ static void run_abi(bool mainline, bool have_swprot)
 	set_mainline(mainline);
 
 	snprintf(who, sizeof(who), "%s /dev/kvm", abi);
-	check_flags_cap(kvm_fd, who, MMAP | INIT);
+	check_flags_cap(kvm_fd, who, MMAP | INIT | WRITE);
 	check_v7_cap(kvm_fd, who, !mainline);
 
 	snprintf(who, sizeof(who), "%s default VM", abi);
 	vm = create_vm(0);
-	check_flags_cap(vm, who, MMAP | INIT);
+	check_flags_cap(vm, who, MMAP | INIT | WRITE);
 	check_gmem_cap(vm, who);
 	check_v7_cap(vm, who, 0);
 	check_v7_cap_not_enabled(vm, who);
-	check_bad_flags(vm, who, MMAP | INIT);
+	check_bad_flags(vm, who, MMAP | INIT | WRITE);
 	check_file(vm, who, 0, &not_mappable);
 	check_file(vm, who, INIT, &not_mappable);
 	check_file(vm, who, MMAP, &private);

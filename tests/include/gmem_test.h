@@ -57,6 +57,10 @@
 #ifndef GUEST_MEMFD_FLAG_INIT_SHARED
 #define GUEST_MEMFD_FLAG_INIT_SHARED	(1ULL << 1)
 #endif
+/* Provisional (the proposed write() series): src/virt/0023, README. */
+#ifndef GUEST_MEMFD_FLAG_WRITE
+#define GUEST_MEMFD_FLAG_WRITE		(1ULL << 3)
+#endif
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif

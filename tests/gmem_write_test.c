@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_write_test: write() population of guest_memfd (GUEST_MEMFD_FLAG_WRITE,
+ * provisional number; src/virt/0023): whole pages within the file, shared
+ * memory only, EINVAL otherwise; what write() put there is what the host
+ * mapping and a vCPU see; the source may be a mapping of the same file.
+ *
+ * Modules without the flag: SKIP, or FAIL with ours (gmem_test.h).
+ */
+#include <linux/falloc.h>
+
+#include "gmem_test.h"
+#include "gmem_x86_guest.h"
+
+#define NPAGES		16
+#define FLAGS		(GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED | GUEST_MEMFD_FLAG_WRITE)
+
+static long page;
+static int kvm_fd;
+
+struct gfile {
+	int vm, fd;
+	volatile uint8_t *map;
+};
+
+static int gfile_open(struct gfile *g, unsigned long type, unsigned long long flags,
+		      char *why, size_t whylen)
+{
+	void *map;
+
+	*g = (struct gfile){ .vm = -1, .fd = -1 };
+	g->vm = ioctl(kvm_fd, KVM_CREATE_VM, type);
+	if (g->vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	g->fd = gmem_create(g->vm, NPAGES * page, flags);
+	if (g->fd < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%#llx): %s", flags, strerror(-g->fd));
+		return KSFT_FAIL;
+	}
+	if (flags & GUEST_MEMFD_FLAG_MMAP) {
+		map = gmem_map(g->fd, NPAGES * page);
+		if (map == MAP_FAILED) {
+			snprintf(why, whylen, "mmap: %s", strerror(errno));
+			return KSFT_FAIL;
+		}
+		g->map = map;
+	}
+	return KSFT_PASS;
+}
+
+static void gfile_close(struct gfile *g)
+{
+	if (g->map)
+		munmap((void *)g->map, NPAGES * page);
+	if (g->fd >= 0)
+		close(g->fd);
+	if (g->vm >= 0)
+		close(g->vm);
+}
+
+/* @n pages of pattern @seed, in a buffer of the test's. */
+static uint8_t *pattern(int n, uint8_t seed)
+{
+	uint8_t *b = malloc(n * page);
+
+	if (b)
+		gmem_fill(b, 0, n * page, seed);
+	return b;
+}
+
+/* The whole file with write(), then read back through the mapping. */
+static int write_whole_file(char *why, size_t whylen)
+{
+	uint8_t *src = pattern(NPAGES, 0x11);
+	struct gfile g;
+	ssize_t n;
+	long bad;
+	int r;
+
+	r = gfile_open(&g, 0, FLAGS, why, whylen);
+	if (r == KSFT_PASS) {
+		n = write(g.fd, src, NPAGES * page);
+		if (n != NPAGES * page) {
+			snprintf(why, whylen, "write(%ld bytes) = %zd (%s)", NPAGES * page, n,
+				 n < 0 ? strerror(errno) : "short");
+			r = KSFT_FAIL;
+		} else if ((bad = gmem_check(g.map, 0, NPAGES * page, 0x11)) >= 0) {
+			snprintf(why, whylen, "the mapping differs at byte %ld", bad);
+			r = KSFT_FAIL;
+		} else if (lseek(g.fd, 0, SEEK_CUR) != NPAGES * page) {
+			snprintf(why, whylen, "the file offset did not advance by what was written");
+			r = KSFT_FAIL;
+		}
+	}
+	gfile_close(&g);
+	free(src);
+	return r;
+}
+
+/*
+ * pwrite() of pages 3-4 over a file the host populated: those two pages
+ * change, their neighbours keep what the host wrote.
+ */
+static int pwrite_overwrites_only_its_pages(char *why, size_t whylen)
+{
+	uint8_t *src = pattern(2, 0x22);
+	struct gfile g;
+	long bad;
+	int r;
+
+	r = gfile_open(&g, 0, FLAGS, why, whylen);
+	if (r == KSFT_PASS) {
+		gmem_fill(g.map, 0, NPAGES * page, 0x33);
+		if (pwrite(g.fd, src, 2 * page, 3 * page) != 2 * page) {
+			snprintf(why, whylen, "pwrite(2 pages at page 3): %s", strerror(errno));
+			r = KSFT_FAIL;
+		} else if ((bad = gmem_check(g.map + 3 * page, 0, 2 * page, 0x22)) >= 0) {
+			snprintf(why, whylen, "pages 3-4 differ at byte %ld", bad);
+			r = KSFT_FAIL;
+		} else if ((bad = gmem_check(g.map, 0, 3 * page, 0x33)) >= 0 ||
+			   (bad = gmem_check(g.map, 5 * page, NPAGES * page, 0x33)) >= 0) {
+			snprintf(why, whylen, "a neighbouring page changed (byte %ld)", bad);
+			r = KSFT_FAIL;
+		}
+	}
+	gfile_close(&g);
+	free(src);
+	return r;
+}
+
+/* Everything upstream's proposal refuses, with EINVAL. */
+static int refused_with_einval(char *why, size_t whylen)
+{
+	uint8_t *src = pattern(2, 0x44);
+	struct gfile g, nowrite, priv;
+	struct {
+		const char *what;
+		int *fd;
+		size_t len;
+		off_t off;
+	} bad[] = {
+		{ "an unaligned offset", &g.fd, page, 1 },
+		{ "an unaligned length", &g.fd, page - 1, 0 },
+		{ "a length of a page and a byte", &g.fd, page + 1, 0 },
+		{ "past the end", &g.fd, 2 * page, (NPAGES - 1) * page },
+		{ "at the end", &g.fd, page, NPAGES * page },
+		{ "private memory (MMAP | WRITE)", &priv.fd, page, 0 },
+	};
+	int r;
+
+	r = gfile_open(&g, 0, FLAGS, why, whylen);
+	if (r == KSFT_PASS)
+		r = gfile_open(&nowrite, 0, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED,
+			       why, whylen);
+	if (r == KSFT_PASS)
+		r = gfile_open(&priv, 0, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_WRITE, why, whylen);
+	for (size_t i = 0; r == KSFT_PASS && i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		if (pwrite(*bad[i].fd, src, bad[i].len, bad[i].off) != -1 || errno != EINVAL) {
+			snprintf(why, whylen, "pwrite of %s: %s, want EINVAL", bad[i].what,
+				 errno ? strerror(errno) : "written");
+			r = KSFT_FAIL;
+		}
+	}
+	/*
+	 * Without the flag a guest_memfd is what it always was: write() is
+	 * EINVAL, and it has no file position, so pwrite() and lseek() are
+	 * ESPIPE.
+	 */
+	errno = 0;
+	if (r == KSFT_PASS && (write(nowrite.fd, src, page) != -1 || errno != EINVAL)) {
+		snprintf(why, whylen, "write() without GUEST_MEMFD_FLAG_WRITE: %s, want EINVAL",
+			 errno ? strerror(errno) : "written");
+		r = KSFT_FAIL;
+	}
+	errno = 0;
+	if (r == KSFT_PASS && (pwrite(nowrite.fd, src, page, 0) != -1 || errno != ESPIPE ||
+			       lseek(nowrite.fd, 0, SEEK_SET) != -1 || errno != ESPIPE)) {
+		snprintf(why, whylen, "pwrite()/lseek() without GUEST_MEMFD_FLAG_WRITE: %s, want ESPIPE",
+			 errno ? strerror(errno) : "worked");
+		r = KSFT_FAIL;
+	}
+	/* Nothing refused left a trace: the file still reads zero. */
+	if (r == KSFT_PASS && gmem_check_zero(g.map, 0, NPAGES * page) >= 0) {
+		snprintf(why, whylen, "a refused write changed the file");
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS && pwrite(g.fd, src, 0, 0) != 0) {
+		snprintf(why, whylen, "a write of 0 bytes: %s, want 0", strerror(errno));
+		r = KSFT_FAIL;
+	}
+	gfile_close(&priv);
+	gfile_close(&nowrite);
+	gfile_close(&g);
+	free(src);
+	return r;
+}
+
+/* A VM with private memory is not offered the flag, and refuses it. */
+static int sw_protected_vm_refuses_flag(char *why, size_t whylen)
+{
+	int vm, fd, caps;
+
+	if (!(kvm_cap(kvm_fd, KVM_CAP_VM_TYPES) & (1 << KVM_X86_SW_PROTECTED_VM))) {
+		snprintf(why, whylen, "no KVM_X86_SW_PROTECTED_VM");
+		return KSFT_FAIL;
+	}
+	vm = ioctl(kvm_fd, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	if (vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(SW_PROTECTED): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	caps = kvm_cap(vm, KVM_CAP_GUEST_MEMFD_FLAGS);
+	fd = gmem_create(vm, NPAGES * page, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_WRITE);
+	close(vm);
+	if (caps & GUEST_MEMFD_FLAG_WRITE) {
+		snprintf(why, whylen, "its flags cap %#x offers GUEST_MEMFD_FLAG_WRITE", caps);
+		return KSFT_FAIL;
+	}
+	if (fd != -EINVAL) {
+		if (fd >= 0)
+			close(fd);
+		snprintf(why, whylen, "MMAP | WRITE: %s, want EINVAL", fd >= 0 ? "created" : strerror(-fd));
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
+/*
+ * The source is a mapping of the same file: the write of page 2 faults in
+ * page 9 of the file itself, which is not there yet; the write must not
+ * deadlock on its own folio (the case has a timeout) and must copy.
+ */
+static int source_in_the_same_file(char *why, size_t whylen)
+{
+	struct gfile g;
+	long bad;
+	int r;
+
+	r = gfile_open(&g, 0, FLAGS, why, whylen);
+	if (r == KSFT_PASS && pwrite(g.fd, (void *)(g.map + 9 * page), page, 2 * page) != page) {
+		snprintf(why, whylen, "pwrite from the file's own unpopulated page: %s",
+			 strerror(errno));
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS) {
+		gmem_fill(g.map + 9 * page, 0, page, 0x55);
+		if (pwrite(g.fd, (void *)(g.map + 9 * page), page, 2 * page) != page) {
+			snprintf(why, whylen, "pwrite from the file's own page 9: %s", strerror(errno));
+			r = KSFT_FAIL;
+		} else if ((bad = gmem_check(g.map + 2 * page, 0, page, 0x55)) >= 0) {
+			snprintf(why, whylen, "page 2 differs from page 9 at byte %ld", bad);
+			r = KSFT_FAIL;
+		}
+	}
+	if (r == KSFT_PASS && pwrite(g.fd, (void *)(g.map + 4 * page), page, 4 * page) != page) {
+		snprintf(why, whylen, "pwrite of page 4 onto itself: %s", strerror(errno));
+		r = KSFT_FAIL;
+	}
+	gfile_close(&g);
+	return r;
+}
+
+/*
+ * A source that runs into unreadable memory: what was readable is written,
+ * whole pages only, then the write stops (a short count, or EFAULT when not
+ * even the first page can be read).
+ */
+static int unreadable_source(char *why, size_t whylen)
+{
+	uint8_t *src = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct gfile g;
+	ssize_t n;
+	int r;
+
+	if (src == MAP_FAILED) {
+		snprintf(why, whylen, "mmap: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	gmem_fill(src, 0, page, 0x66);
+	mprotect(src + page, page, PROT_NONE);
+	r = gfile_open(&g, 0, FLAGS, why, whylen);
+	if (r == KSFT_PASS) {
+		n = pwrite(g.fd, src, 2 * page, 0);
+		if (n != page) {
+			snprintf(why, whylen, "pwrite over a half-unreadable source = %zd (%s), want one page",
+				 n, n < 0 ? strerror(errno) : "count");
+			r = KSFT_FAIL;
+		} else if (gmem_check(g.map, 0, page, 0x66) >= 0 ||
+			   gmem_check_zero(g.map, page, 2 * page) >= 0) {
+			snprintf(why, whylen, "page 0 is not the source or page 1 is not zero");
+			r = KSFT_FAIL;
+		}
+	}
+	errno = 0;
+	if (r == KSFT_PASS && (pwrite(g.fd, src + page, page, 0) != -1 || errno != EFAULT)) {
+		snprintf(why, whylen, "pwrite from an unreadable source: %s, want EFAULT",
+			 errno ? strerror(errno) : "written");
+		r = KSFT_FAIL;
+	}
+	gfile_close(&g);
+	munmap(src, 2 * page);
+	return r;
+}
+
+/*
+ * A vCPU runs code that only write() put into the file and checks a page
+ * that only write() filled, on a gmem-only memslot.
+ */
+static int vcpu_runs_written_memory(char *why, size_t whylen)
+{
+	struct kvm_userspace_memory_region2 region;
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	uint8_t *data = malloc(DATA_LEN);
+	int r;
+
+	vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm.kvm < 0 || !data) {
+		snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	r = vm_create_with_gmem(&vm, 0, FLAGS, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	region = (struct kvm_userspace_memory_region2){
+		.slot = 0,
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)vm.mem,
+		.guest_memfd = vm.gmem,
+	};
+	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	for (int i = 0; i < DATA_LEN; i++)
+		data[i] = (uint8_t)(0x70 + i * 3);
+	{
+		/* The code page: guest_code, then zeroes. */
+		uint8_t *code = calloc(1, page);
+
+		memcpy(code, guest_code, sizeof(guest_code));
+		if (pwrite(vm.gmem, code, page, CODE_GPA) != page ||
+		    pwrite(vm.gmem, data, DATA_LEN, DATA_GPA) != DATA_LEN) {
+			snprintf(why, whylen, "pwrite of code and data: %s", strerror(errno));
+			r = KSFT_FAIL;
+		}
+		free(code);
+	}
+	if (r == KSFT_PASS)
+		r = vm_create_vcpu(&vm, why, whylen);
+	if (r == KSFT_PASS)
+		r = vcpu_real_mode_at_code(vm.vcpu, why, whylen);
+	if (r == KSFT_PASS)
+		r = expect_round(&vm, 0x70, 3, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen) ? KSFT_PASS : KSFT_FAIL;
+out:
+	vm_teardown(&vm);
+	free(data);
+	return r;
+}
+
+static const struct gmem_case cases[] = {
+	{ "write() of the whole file, read back through the mapping", write_whole_file },
+	{ "pwrite() of pages 3-4 changes only those", pwrite_overwrites_only_its_pages },
+	{ "EINVAL: unaligned offset or length, past the end, private memory, no WRITE flag", refused_with_einval },
+	{ "a SW_PROTECTED VM neither offers nor takes GUEST_MEMFD_FLAG_WRITE", sw_protected_vm_refuses_flag },
+	{ "the source is a mapping of the same guest_memfd", source_in_the_same_file },
+	{ "a half-unreadable source writes one page; an unreadable one is EFAULT", unreadable_source },
+	{ "a vCPU runs code and checks data that only write() put there", vcpu_runs_written_memory },
+};
+
+int main(void)
+{
+	page = getpagesize();
+	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm_fd < 0)
+		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
+	if (!gmem_has_flags(kvm_fd, FLAGS)) {
+		if (gmem_skip_or_fail() == KSFT_SKIP)
+			ksft_exit_skip("no GUEST_MEMFD_FLAG_WRITE in KVM_CAP_GUEST_MEMFD_FLAGS (not our modules)\n");
+		ksft_exit_fail_msg("our modules must offer GUEST_MEMFD_FLAG_WRITE\n");
+	}
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
+	return 0;
+}
