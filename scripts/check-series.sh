@@ -62,6 +62,26 @@ cross=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="ccache aarch64-linux-gnu-
 need_tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
 cat "$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config" > "$arm64/fragments.config"
 
+# configured_objs OBJ...: those OBJs the arm64 config builds. An object
+# that its Makefile puts under a CONFIG_ the arm64 kernel does not set (e.g.
+# mm/mempolicy.o, CONFIG_NUMA) does not compile there; the shim tier's x86
+# kernel (CONFIG_NUMA=y) builds it with the whole series.
+configured_objs() {
+	local obj sym
+	make -s -C "$arm64/src" O="$arm64/build" "${cross[@]}" \
+		KCONFIG_ALLCONFIG="$arm64/fragments.config" allnoconfig > "$work/arm64-config.log" 2>&1 ||
+		{ cat "$work/arm64-config.log"; die "arm64 config failed"; }
+	for obj in "$@"; do
+		sym=$(sed -n "s/^obj-\\\$(\(CONFIG_[A-Z0-9_]*\))[[:space:]]*+=.*\<$(basename "$obj")\>.*/\1/p" \
+			"$arm64/src/$(dirname "$obj")/Makefile" | head -n 1)
+		if [ -n "$sym" ] && ! grep -q "^$sym=y" "$arm64/build/.config"; then
+			step "  $obj: not in the arm64 config ($sym); the shim tier's kernel builds it" >&2
+			continue
+		fi
+		echo "$obj"
+	done
+}
+
 # build_arm64 PATCH TARGET...: configure (a patch may change what Kconfig
 # offers or selects) and build TARGETs in the arm64 tree.
 build_arm64() {
@@ -84,6 +104,7 @@ for p in "${shim[@]}"; do
 	checkpatch "$p"
 	apply "$arm64/src" "$p"
 	mapfile -t objs < <(sed -n 's|^+++ b/\(.*\)\.c$|\1.o|p' "$p")
+	mapfile -t objs < <(configured_objs "${objs[@]}")
 	((${#objs[@]} == 0)) || build_arm64 "$p" "${objs[@]}"
 done
 for p in "${patches[@]}"; do apply "$arm64/src" "$top/src/$p"; done
