@@ -55,14 +55,12 @@ static int page_nodes(volatile uint8_t *p, int n, int *nodes)
 	return syscall(__NR_move_pages, 0, n, pages, NULL, nodes, 0);
 }
 
-/* Touch (write) @n pages, then check each is on node @want (-1: node i % 2). */
-static int touch_and_check(volatile uint8_t *p, int n, int want, const char *what,
-			   char *why, size_t whylen)
+/* Check that each of @n mapped pages from @p is on node @want (-1: node i % 2). */
+static int check_nodes(volatile uint8_t *p, int n, int want, const char *what,
+		       char *why, size_t whylen)
 {
 	int nodes[NPAGES * 4];
 
-	for (int i = 0; i < n; i++)
-		p[i * page] = 0x5a;
 	if (page_nodes(p, n, nodes)) {
 		snprintf(why, whylen, "move_pages: %s", strerror(errno));
 		return KSFT_FAIL;
@@ -77,6 +75,15 @@ static int touch_and_check(volatile uint8_t *p, int n, int want, const char *wha
 		}
 	}
 	return KSFT_PASS;
+}
+
+/* Touch (write) @n pages, then check_nodes(). */
+static int touch_and_check(volatile uint8_t *p, int n, int want, const char *what,
+			   char *why, size_t whylen)
+{
+	for (int i = 0; i < n; i++)
+		p[i * page] = 0x5a;
+	return check_nodes(p, n, want, what, why, whylen);
 }
 
 static int other_node(int node)
@@ -282,7 +289,7 @@ static int vcpu_fault(int node, char *why, size_t whylen)
 	struct kvm_userspace_memory_region2 region;
 	unsigned char resident = 0;
 	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
-	int nodes[1], r;
+	int r;
 
 	if (!run_on(other_node(node), why, whylen))
 		return KSFT_FAIL;
@@ -335,14 +342,7 @@ static int vcpu_fault(int node, char *why, size_t whylen)
 		goto out;
 	}
 	(void)host_read(vm.mem + DATA_GPA);
-	if (page_nodes(vm.mem + DATA_GPA, 1, nodes)) {
-		snprintf(why, whylen, "move_pages: %s", strerror(errno));
-		r = KSFT_FAIL;
-	} else if (nodes[0] != node) {
-		snprintf(why, whylen, "the page the vCPU faulted in is on node %d, want %d",
-			 nodes[0], node);
-		r = KSFT_FAIL;
-	}
+	r = check_nodes(vm.mem + DATA_GPA, 1, node, "the page the vCPU faulted in", why, whylen);
 out:
 	vm_teardown(&vm);
 	return r;
@@ -355,8 +355,8 @@ out:
  */
 static int fallocate_follows(int node, char *why, size_t whylen)
 {
-	int nodes[NPAGES], r;
 	struct file f;
+	int r;
 
 	if (!run_on(other_node(node), why, whylen))
 		return KSFT_FAIL;
@@ -372,16 +372,8 @@ static int fallocate_follows(int node, char *why, size_t whylen)
 		r = KSFT_FAIL;
 	for (int i = 0; r == KSFT_PASS && i < NPAGES; i++)
 		(void)host_read(f.map + i * page);
-	if (r == KSFT_PASS && page_nodes(f.map, NPAGES, nodes)) {
-		snprintf(why, whylen, "move_pages: %s", strerror(errno));
-		r = KSFT_FAIL;
-	}
-	for (int i = 0; r == KSFT_PASS && i < NPAGES; i++) {
-		if (nodes[i] != node) {
-			snprintf(why, whylen, "page %d is on node %d, want %d", i, nodes[i], node);
-			r = KSFT_FAIL;
-		}
-	}
+	if (r == KSFT_PASS)
+		r = check_nodes(f.map, NPAGES, node, "fallocate", why, whylen);
 	file_close(&f);
 	return r;
 }
@@ -429,8 +421,8 @@ static int punch_rebind_default(char *why, size_t whylen)
 /* A policy on half the file: only that half follows it. */
 static int partial_range(char *why, size_t whylen)
 {
-	int nodes[NPAGES], r;
 	struct file f;
+	int r;
 
 	if (!run_on(0, why, whylen))
 		return KSFT_FAIL;
@@ -439,20 +431,12 @@ static int partial_range(char *why, size_t whylen)
 		snprintf(why, whylen, "mbind(pages 4-11): %s", strerror(errno));
 		r = KSFT_FAIL;
 	}
-	for (int i = 0; r == KSFT_PASS && i < NPAGES; i++)
-		f.map[i * page] = 1;
-	if (r == KSFT_PASS && page_nodes(f.map, NPAGES, nodes)) {
-		snprintf(why, whylen, "move_pages: %s", strerror(errno));
-		r = KSFT_FAIL;
-	}
-	for (int i = 0; r == KSFT_PASS && i < NPAGES; i++) {
-		int want = i >= 4 && i < 12 ? 1 : 0;
-
-		if (nodes[i] != want) {
-			snprintf(why, whylen, "page %d is on node %d, want %d", i, nodes[i], want);
-			r = KSFT_FAIL;
-		}
-	}
+	if (r == KSFT_PASS)
+		r = touch_and_check(f.map, 4, 0, "pages 0-3", why, whylen);
+	if (r == KSFT_PASS)
+		r = touch_and_check(f.map + 4 * page, 8, 1, "pages 4-11 (from 4)", why, whylen);
+	if (r == KSFT_PASS)
+		r = touch_and_check(f.map + 12 * page, 4, 0, "pages 12-15 (from 12)", why, whylen);
 	file_close(&f);
 	return r;
 }
