@@ -1,0 +1,718 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_conversion_test: in-place conversion of guest_memfd pages between
+ * shared and private (src/virt/0024; the proposed in-place conversion ABI,
+ * provisional numbers): KVM_SET_MEMORY_ATTRIBUTES2 on the guest_memfd of a
+ * SW_PROTECTED VM created with kvm.gmem_in_place_conversion=1.
+ *
+ * The test sets the parameter itself (and restores it): a VM keeps the value
+ * it was created with, so the "off" expectations are checked on a VM made
+ * while it is 0. Conversion preserves contents both ways (nothing encrypts
+ * or zeroes on a software VM), and that is exactly what is checked.
+ *
+ * Modules without the parameter: SKIP, or FAIL with ours (gmem_test.h).
+ */
+#include <linux/falloc.h>
+#include <linux/io_uring.h>
+#include <linux/mman.h>
+#include <sys/uio.h>
+
+#include "gmem_test.h"
+#include "gmem_x86_guest.h"
+
+#define PARAM		"/sys/module/kvm/parameters/gmem_in_place_conversion"
+#define NPAGES		16
+#define PRIVATE		KVM_MEMORY_ATTRIBUTE_PRIVATE
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+static long page;
+static int kvm_fd;
+
+static bool param_set(bool on)
+{
+	int fd = open(PARAM, O_WRONLY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = write(fd, on ? "1" : "0", 1) == 1;
+	close(fd);
+	return ok;
+}
+
+static int param_get(void)
+{
+	char c = 0;
+	int fd = open(PARAM, O_RDONLY);
+
+	if (fd < 0)
+		return -1;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == 'Y' || c == '1';
+}
+
+/* Leave the parameter as loaded, whatever happens to the test. */
+static void param_off(void)
+{
+	param_set(false);
+}
+
+struct gfile {
+	int vm, fd;
+	volatile uint8_t *map;
+	size_t size;
+};
+
+/* A SW_PROTECTED VM (created with the parameter as it is) and its guest_memfd. */
+static int gfile_open(struct gfile *g, unsigned long type, unsigned long long flags,
+		      size_t npages, char *why, size_t whylen)
+{
+	void *map;
+
+	*g = (struct gfile){ .vm = -1, .fd = -1, .size = npages * page };
+	g->vm = ioctl(kvm_fd, KVM_CREATE_VM, type);
+	if (g->vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(%lu): %s", type, strerror(errno));
+		return KSFT_FAIL;
+	}
+	g->fd = gmem_create(g->vm, g->size, flags);
+	if (g->fd < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%#llx): %s", flags, strerror(-g->fd));
+		return KSFT_FAIL;
+	}
+	if (flags & GUEST_MEMFD_FLAG_MMAP) {
+		map = gmem_map(g->fd, g->size);
+		if (map == MAP_FAILED) {
+			snprintf(why, whylen, "mmap: %s", strerror(errno));
+			return KSFT_FAIL;
+		}
+		g->map = map;
+	}
+	return KSFT_PASS;
+}
+
+static void gfile_close(struct gfile *g)
+{
+	if (g->map)
+		munmap((void *)g->map, g->size);
+	if (g->fd >= 0)
+		close(g->fd);
+	if (g->vm >= 0)
+		close(g->vm);
+}
+
+/* An in-place VM's MMAP | INIT_SHARED guest_memfd of @npages, mapped. */
+static int shared_file(struct gfile *g, size_t npages, char *why, size_t whylen)
+{
+	return gfile_open(g, KVM_X86_SW_PROTECTED_VM,
+			  GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, npages, why, whylen);
+}
+
+/* KVM_SET_MEMORY_ATTRIBUTES2: 0 or -errno; *@err_off gets error_offset. */
+static int set_attrs(int fd, uint64_t off, uint64_t size, uint64_t attrs, uint64_t *err_off)
+{
+	struct kvm_memory_attributes2 a = { .offset = off, .size = size, .attributes = attrs };
+	int r = ioctl(fd, KVM_SET_MEMORY_ATTRIBUTES2, &a);
+
+	if (err_off)
+		*err_off = a.error_offset;
+	return r ? -errno : 0;
+}
+
+static int convert(int fd, size_t first, size_t n, uint64_t attrs, char *why, size_t whylen)
+{
+	uint64_t err_off = 0;
+	int r = set_attrs(fd, first * page, n * page, attrs, &err_off);
+
+	if (r) {
+		snprintf(why, whylen, "KVM_SET_MEMORY_ATTRIBUTES2(pages %zu-%zu, %s): %s, error_offset %#llx",
+			 first, first + n - 1, attrs ? "private" : "shared", strerror(-r),
+			 (unsigned long long)err_off);
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
+/*
+ * Pages [first, first + n) must SIGBUS; every other page must read @seed's
+ * pattern. The pages are only read, so nothing is allocated by the check.
+ */
+static bool check_private_pages(struct gfile *g, size_t first, size_t n, uint8_t seed,
+				char *why, size_t whylen)
+{
+	for (size_t i = 0; i < g->size / page; i++) {
+		volatile uint8_t *p = g->map + i * page;
+		bool private = i >= first && i < first + n;
+		long bad;
+
+		if (private) {
+			if (!gmem_sigbus(p, false) || !gmem_sigbus(p + page - 1, true)) {
+				snprintf(why, whylen, "page %zu is private, but the host can touch it", i);
+				return false;
+			}
+		} else if ((bad = gmem_check(g->map, i * page, (i + 1) * page, seed)) >= 0) {
+			snprintf(why, whylen, "shared page %zu differs at byte %ld%s", i, bad,
+				 gmem_sigbus(p, false) ? " (SIGBUS)" : "");
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Fill the file, make [first, first + n) private, check that only those pages
+ * are out of the host's reach, share them again and check that every page
+ * kept its contents. Then a second round with new data.
+ */
+static int round_trip(size_t first, size_t n, char *why, size_t whylen)
+{
+	struct gfile g;
+	int r;
+
+	r = shared_file(&g, NPAGES, why, whylen);
+	for (uint8_t seed = 0x31; r == KSFT_PASS && seed <= 0x32; seed++) {
+		gmem_fill(g.map, 0, g.size, seed);
+		r = convert(g.fd, first, n, PRIVATE, why, whylen);
+		if (r == KSFT_PASS && !check_private_pages(&g, first, n, seed, why, whylen))
+			r = KSFT_FAIL;
+		if (r == KSFT_PASS)
+			r = convert(g.fd, first, n, 0, why, whylen);
+		if (r == KSFT_PASS && !check_private_pages(&g, 0, 0, seed, why, whylen)) {
+			strncat(why, " (after sharing it again: contents must be preserved)",
+				whylen - strlen(why) - 1);
+			r = KSFT_FAIL;
+		}
+	}
+	gfile_close(&g);
+	return r;
+}
+
+static int round_trip_page(char *why, size_t whylen)
+{
+	return round_trip(5, 1, why, whylen);
+}
+
+static int round_trip_range(char *why, size_t whylen)
+{
+	return round_trip(2, 9, why, whylen);
+}
+
+static int round_trip_whole_file(char *why, size_t whylen)
+{
+	return round_trip(0, NPAGES, why, whylen);
+}
+
+/*
+ * Converting what already has the attributes is a no-op that succeeds, and
+ * a range half shared, half private becomes all private.
+ */
+static int convert_mixed_range(char *why, size_t whylen)
+{
+	struct gfile g;
+	int r;
+
+	r = shared_file(&g, NPAGES, why, whylen);
+	if (r == KSFT_PASS) {
+		gmem_fill(g.map, 0, g.size, 0x41);
+		r = convert(g.fd, 4, 4, PRIVATE, why, whylen);
+	}
+	if (r == KSFT_PASS)
+		r = convert(g.fd, 4, 4, PRIVATE, why, whylen);
+	if (r == KSFT_PASS)
+		r = convert(g.fd, 0, 6, PRIVATE, why, whylen);
+	if (r == KSFT_PASS && !check_private_pages(&g, 0, 8, 0x41, why, whylen))
+		r = KSFT_FAIL;
+	if (r == KSFT_PASS)
+		r = convert(g.fd, 2, 2, 0, why, whylen);
+	if (r == KSFT_PASS) {
+		/* Pages 2-3 shared again, 0-1 and 4-7 still private. */
+		for (size_t i = 0; i < 8 && r == KSFT_PASS; i++) {
+			bool private = i < 2 || i >= 4;
+
+			if (gmem_sigbus(g.map + i * page, false) != private) {
+				snprintf(why, whylen, "page %zu: %s, want %s", i,
+					 private ? "readable" : "SIGBUS", private ? "SIGBUS" : "readable");
+				r = KSFT_FAIL;
+			}
+		}
+	}
+	gfile_close(&g);
+	return r;
+}
+
+/* How many pages of @fd are in its page cache: cachestat(), -1 without it. */
+static long cached_pages(int fd, size_t size)
+{
+	struct cachestat_range range = { 0, size };
+	struct cachestat cs;
+
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0))
+		return -1;
+	return cs.nr_cache;
+}
+
+/*
+ * A guest_memfd created without INIT_SHARED starts out all private: every
+ * touch is SIGBUS and allocates nothing (cachestat(), where the kernel has
+ * it); shared, each page reads zero on first touch and keeps what is
+ * written; private again, SIGBUS.
+ */
+static int private_by_default(char *why, size_t whylen)
+{
+	struct gfile g;
+	long cached;
+	int r;
+
+	r = gfile_open(&g, KVM_X86_SW_PROTECTED_VM, GUEST_MEMFD_FLAG_MMAP, NPAGES, why, whylen);
+	if (r == KSFT_PASS && !check_private_pages(&g, 0, NPAGES, 0, why, whylen))
+		r = KSFT_FAIL;
+	cached = r == KSFT_PASS ? cached_pages(g.fd, g.size) : -1;
+	if (cached > 0) {
+		snprintf(why, whylen, "touching private pages allocated %ld of them", cached);
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS)
+		r = convert(g.fd, 0, NPAGES, 0, why, whylen);
+	if (r == KSFT_PASS && gmem_check_zero(g.map, 0, g.size) >= 0) {
+		snprintf(why, whylen, "a page shared for the first time is not zero");
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS) {
+		gmem_fill(g.map, 0, g.size, 0x51);
+		if (cached >= 0 && cached_pages(g.fd, g.size) != NPAGES) {
+			snprintf(why, whylen, "cachestat() counts %ld pages after filling %d: the probe is blind",
+				 cached_pages(g.fd, g.size), NPAGES);
+			r = KSFT_FAIL;
+		}
+	}
+	if (r == KSFT_PASS)
+		r = convert(g.fd, 0, NPAGES, PRIVATE, why, whylen);
+	if (r == KSFT_PASS && !check_private_pages(&g, 0, NPAGES, 0, why, whylen))
+		r = KSFT_FAIL;
+	if (r == KSFT_PASS && cached < 0)
+		snprintf(why, whylen, "no cachestat(): allocation by a private touch not checked");
+	gfile_close(&g);
+	return r;
+}
+
+/* Every malformed request is EINVAL (EFAULT for a bad pointer) and changes nothing. */
+static int bad_requests(char *why, size_t whylen)
+{
+	struct {
+		const char *what;
+		struct kvm_memory_attributes2 a;
+		int err;
+	} bad[] = {
+		{ "flags 1", { .size = 4096, .attributes = PRIVATE, .flags = 1 }, EINVAL },
+		{ "attributes 1 << 0", { .size = 4096, .attributes = 1 }, EINVAL },
+		{ "reserved[0] 1", { .size = 4096, .attributes = PRIVATE, .reserved = { 1 } }, EINVAL },
+		{ "reserved[10] 1", { .size = 4096, .attributes = PRIVATE, .reserved[10] = 1 }, EINVAL },
+		{ "size 0", { .size = 0, .attributes = PRIVATE }, EINVAL },
+		{ "offset 1", { .offset = 1, .size = 4096, .attributes = PRIVATE }, EINVAL },
+		{ "size 4095", { .size = 4095, .attributes = PRIVATE }, EINVAL },
+		{ "offset at EOF", { .offset = NPAGES * 4096, .size = 4096, .attributes = PRIVATE }, EINVAL },
+		{ "past EOF", { .offset = 4096, .size = NPAGES * 4096, .attributes = PRIVATE }, EINVAL },
+		{ "wrapping", { .offset = 4096, .size = -4096ULL, .attributes = PRIVATE }, EINVAL },
+	};
+	struct gfile g;
+	int r;
+
+	r = shared_file(&g, NPAGES, why, whylen);
+	if (r == KSFT_PASS)
+		gmem_fill(g.map, 0, g.size, 0x61);
+	for (size_t i = 0; r == KSFT_PASS && i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (!ioctl(g.fd, KVM_SET_MEMORY_ATTRIBUTES2, &bad[i].a) || errno != bad[i].err) {
+			snprintf(why, whylen, "%s: %s, want %s", bad[i].what,
+				 errno ? strerror(errno) : "accepted", strerror(bad[i].err));
+			r = KSFT_FAIL;
+		}
+		errno = 0;
+	}
+	if (r == KSFT_PASS && (!ioctl(g.fd, KVM_SET_MEMORY_ATTRIBUTES2, (void *)8) || errno != EFAULT)) {
+		snprintf(why, whylen, "a bad pointer: %s, want EFAULT", strerror(errno));
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS && !check_private_pages(&g, 0, 0, 0x61, why, whylen))
+		r = KSFT_FAIL;
+	gfile_close(&g);
+	return r;
+}
+
+/*
+ * Capabilities with the parameter on: /dev/kvm and a SW_PROTECTED VM report
+ * KVM_MEMORY_ATTRIBUTE_PRIVATE in KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES and no
+ * VM-wide KVM_CAP_MEMORY_ATTRIBUTES, and offer INIT_SHARED; a default VM
+ * (no private memory) converts nothing. A SW_PROTECTED VM created with the
+ * parameter off keeps the old ABI while it is on again: no conversion
+ * (ENOTTY on its guest_memfd), VM-wide attributes.
+ */
+static int caps(char *why, size_t whylen)
+{
+	int vm_on = -1, vm_off = -1, vm_default = -1, fd = -1, r = KSFT_FAIL;
+	int c;
+
+	vm_on = ioctl(kvm_fd, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	vm_default = ioctl(kvm_fd, KVM_CREATE_VM, 0);
+	if (!param_set(false) || (vm_off = ioctl(kvm_fd, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM)) < 0 ||
+	    !param_set(true) || vm_on < 0 || vm_default < 0) {
+		snprintf(why, whylen, "creating the VMs: %s", strerror(errno));
+		goto out;
+	}
+	if ((c = kvm_cap(kvm_fd, KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES)) != PRIVATE) {
+		snprintf(why, whylen, "/dev/kvm: KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES %d, want %llu", c, PRIVATE);
+		goto out;
+	}
+	if ((c = kvm_cap(vm_on, KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES)) != PRIVATE ||
+	    kvm_cap(vm_on, KVM_CAP_MEMORY_ATTRIBUTES) != 0) {
+		snprintf(why, whylen, "SW_PROTECTED VM: KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES %d (want %llu), KVM_CAP_MEMORY_ATTRIBUTES %d (want 0)",
+			 c, PRIVATE, kvm_cap(vm_on, KVM_CAP_MEMORY_ATTRIBUTES));
+		goto out;
+	}
+	if (!gmem_has_flags(vm_on, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED)) {
+		snprintf(why, whylen, "SW_PROTECTED VM: KVM_CAP_GUEST_MEMFD_FLAGS %#x lacks MMAP | INIT_SHARED",
+			 kvm_cap(vm_on, KVM_CAP_GUEST_MEMFD_FLAGS));
+		goto out;
+	}
+	if ((c = kvm_cap(vm_default, KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES)) != 0) {
+		snprintf(why, whylen, "default VM: KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES %d, want 0", c);
+		goto out;
+	}
+	if ((c = kvm_cap(vm_off, KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES)) != 0 ||
+	    kvm_cap(vm_off, KVM_CAP_MEMORY_ATTRIBUTES) != PRIVATE) {
+		snprintf(why, whylen, "SW_PROTECTED VM made with the parameter off: KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES %d (want 0), KVM_CAP_MEMORY_ATTRIBUTES %d (want %llu)",
+			 c, kvm_cap(vm_off, KVM_CAP_MEMORY_ATTRIBUTES), PRIVATE);
+		goto out;
+	}
+	fd = gmem_create(vm_off, NPAGES * page, GUEST_MEMFD_FLAG_MMAP);
+	if (fd < 0) {
+		snprintf(why, whylen, "guest_memfd of the VM made with the parameter off: %s", strerror(-fd));
+		goto out;
+	}
+	if ((c = set_attrs(fd, 0, page, PRIVATE, NULL)) != -ENOTTY) {
+		snprintf(why, whylen, "KVM_SET_MEMORY_ATTRIBUTES2 on the VM made with the parameter off: %s, want ENOTTY",
+			 c ? strerror(-c) : "accepted");
+		goto out;
+	}
+	close(fd);
+	fd = gmem_create(vm_default, NPAGES * page, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED);
+	if (fd < 0 || (c = set_attrs(fd, 0, page, PRIVATE, NULL)) != -ENOTTY) {
+		snprintf(why, whylen, "KVM_SET_MEMORY_ATTRIBUTES2 on a default VM's guest_memfd: %s, want ENOTTY",
+			 fd < 0 ? strerror(-fd) : c ? strerror(-c) : "accepted");
+		goto out;
+	}
+	r = KSFT_PASS;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (vm_on >= 0)
+		close(vm_on);
+	if (vm_off >= 0)
+		close(vm_off);
+	if (vm_default >= 0)
+		close(vm_default);
+	param_set(true);
+	return r;
+}
+
+/*
+ * An extra reference on one page fails a conversion of the range with EAGAIN
+ * and that page's offset in error_offset, and leaves the range shared (no
+ * page SIGBUSes, contents intact); once the reference is dropped, the same
+ * conversion succeeds. @pin takes the reference on page @pinned and returns
+ * a handle, @unpin drops it.
+ */
+static int eagain_until_released(int (*pin)(volatile uint8_t *p, char *why, size_t whylen),
+				 void (*unpin)(int handle), size_t pinned, char *why, size_t whylen)
+{
+	uint64_t err_off = 0;
+	struct gfile g;
+	int r, h = -1, e;
+
+	r = shared_file(&g, NPAGES, why, whylen);
+	if (r == KSFT_PASS) {
+		gmem_fill(g.map, 0, g.size, 0x71);
+		h = pin(g.map + pinned * page, why, whylen);
+		if (h < 0)
+			r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS) {
+		e = set_attrs(g.fd, 2 * page, 8 * page, PRIVATE, &err_off);
+		if (e != -EAGAIN || err_off != pinned * page) {
+			snprintf(why, whylen, "converting pages 2-9 with page %zu referenced: %s, error_offset %#llx; want EAGAIN, %#lx",
+				 pinned, e ? strerror(-e) : "success", (unsigned long long)err_off,
+				 pinned * page);
+			r = KSFT_FAIL;
+		}
+	}
+	if (r == KSFT_PASS && !check_private_pages(&g, 0, 0, 0x71, why, whylen)) {
+		strncat(why, " (after the failed conversion)", whylen - strlen(why) - 1);
+		r = KSFT_FAIL;
+	}
+	if (h >= 0)
+		unpin(h);
+	if (r == KSFT_PASS)
+		r = convert(g.fd, 2, 8, PRIVATE, why, whylen);
+	if (r == KSFT_PASS && !check_private_pages(&g, 2, 8, 0x71, why, whylen))
+		r = KSFT_FAIL;
+	gfile_close(&g);
+	return r;
+}
+
+/* vmsplice() of a page into a pipe: the pipe references it until it is read. */
+static int pin_vmsplice(volatile uint8_t *p, char *why, size_t whylen)
+{
+	struct iovec iov = { .iov_base = (void *)p, .iov_len = page };
+	int fds[2];
+
+	if (pipe(fds)) {
+		snprintf(why, whylen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	if (vmsplice(fds[1], &iov, 1, 0) != page) {
+		snprintf(why, whylen, "vmsplice: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	close(fds[1]);
+	return fds[0];
+}
+
+static void unpin_pipe(int fd)
+{
+	char buf[4096];
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+}
+
+static int eagain_vmsplice(char *why, size_t whylen)
+{
+	return eagain_until_released(pin_vmsplice, unpin_pipe, 6, why, whylen);
+}
+
+/* io_uring fixed buffers: a FOLL_LONGTERM pin until they are unregistered. */
+static int pin_io_uring(volatile uint8_t *p, char *why, size_t whylen)
+{
+	struct io_uring_params params = { 0 };
+	struct iovec iov = { .iov_base = (void *)p, .iov_len = page };
+	int ring = syscall(__NR_io_uring_setup, 1, &params);
+
+	if (ring < 0) {
+		snprintf(why, whylen, "io_uring_setup: %s", strerror(errno));
+		return -1;
+	}
+	if (syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS, &iov, 1)) {
+		snprintf(why, whylen, "IORING_REGISTER_BUFFERS on a guest_memfd page: %s", strerror(errno));
+		close(ring);
+		return -1;
+	}
+	return ring;
+}
+
+static void unpin_io_uring(int ring)
+{
+	syscall(__NR_io_uring_register, ring, IORING_UNREGISTER_BUFFERS, NULL, 0);
+	close(ring);
+}
+
+static int eagain_longterm_pin(char *why, size_t whylen)
+{
+	return eagain_until_released(pin_io_uring, unpin_io_uring, 9, why, whylen);
+}
+
+/*
+ * KVM's view follows the file: a SW_PROTECTED VM whose guest_memfd is not
+ * mappable (flags 0, all private), bound with userspace_addr on the test's
+ * own memory, as VMMs did before in-place conversion. KVM takes private
+ * pages from guest_memfd and shared ones from userspace_addr, so whether the
+ * guest sees the host's pattern on its data page says which one KVM thinks
+ * it is: private (zeroes from guest_memfd: mismatch), shared after
+ * KVM_SET_MEMORY_ATTRIBUTES2 (the pattern: match), private again (mismatch).
+ * The code and parameter pages are converted to shared so the host can write
+ * them.
+ */
+static int kvm_follows_the_file(char *why, size_t whylen)
+{
+	struct kvm_userspace_memory_region2 region;
+	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
+	volatile uint8_t *mem;
+	int r = KSFT_FAIL, fd;
+
+	vm.vm = ioctl(kvm_fd, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	if (vm.vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
+		goto out;
+	}
+	fd = gmem_create(vm.vm, MEM_SIZE, 0);
+	if (fd < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(0): %s", strerror(-fd));
+		goto out;
+	}
+	vm.gmem = fd;
+	mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		snprintf(why, whylen, "mmap(anonymous): %s", strerror(errno));
+		goto out;
+	}
+	vm.mem = mem;
+	region = (struct kvm_userspace_memory_region2){
+		.slot = 0,
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)mem,
+		.guest_memfd = vm.gmem,
+	};
+	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+		goto out;
+	}
+	memcpy((void *)(mem + CODE_GPA), guest_code, sizeof(guest_code));
+	host_fill(&vm, 0x81, 3);
+	if (convert(vm.gmem, CODE_GPA / page, 1, 0, why, whylen) != KSFT_PASS ||
+	    convert(vm.gmem, PARAM_GPA / page, 1, 0, why, whylen) != KSFT_PASS)
+		goto out;
+	if (vm_create_vcpu(&vm, why, whylen) != KSFT_PASS ||
+	    vcpu_real_mode_at_code(vm.vcpu, why, whylen) != KSFT_PASS)
+		goto out;
+	if (!expect_round(&vm, 0x81, 3, STATUS_MISMATCH, DATA_GPA, 1, why, whylen)) {
+		strncat(why, " (data page private: the guest must see guest_memfd's zeroes)",
+			whylen - strlen(why) - 1);
+		goto out;
+	}
+	if (convert(vm.gmem, DATA_GPA / page, 1, 0, why, whylen) != KSFT_PASS)
+		goto out;
+	if (!expect_round(&vm, 0x81, 3, STATUS_MATCH, DATA_GPA + DATA_LEN, 2, why, whylen)) {
+		strncat(why, " (data page shared: the guest must see the host's pattern)",
+			whylen - strlen(why) - 1);
+		goto out;
+	}
+	if (convert(vm.gmem, DATA_GPA / page, 1, PRIVATE, why, whylen) != KSFT_PASS)
+		goto out;
+	if (!expect_round(&vm, 0x81, 3, STATUS_MISMATCH, DATA_GPA, 3, why, whylen)) {
+		strncat(why, " (data page private again)", whylen - strlen(why) - 1);
+		goto out;
+	}
+	r = KSFT_PASS;
+out:
+	vm.kvm = -1;	/* the test's, closed in main() */
+	vm_teardown(&vm);
+	return r;
+}
+
+/*
+ * One copy: a SW_PROTECTED VM's MMAP | INIT_SHARED guest_memfd, bound as a
+ * gmem-only memslot with userspace_addr on the test's other memory (a
+ * decoy of 0xa5). The host fills the data page and converts it to private:
+ * the guest sees the host's data (conversion preserves it, and private
+ * memory is the same page), the host cannot touch it; shared again, the host
+ * reads it back; new host data, private again, and the guest sees that.
+ */
+static int vcpu_in_place(char *why, size_t whylen)
+{
+	struct kvm_userspace_memory_region2 region;
+	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
+	int r = KSFT_FAIL;
+
+	if (vm_create_with_gmem(&vm, KVM_X86_SW_PROTECTED_VM,
+				GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, why, whylen) != KSFT_PASS ||
+	    !vm_map_decoy(&vm, why, whylen))
+		goto out;
+	region = (struct kvm_userspace_memory_region2){
+		.slot = 0,
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)vm.other,
+		.guest_memfd = vm.gmem,
+	};
+	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+		goto out;
+	}
+	memcpy((void *)(vm.mem + CODE_GPA), guest_code, sizeof(guest_code));
+	if (vm_create_vcpu(&vm, why, whylen) != KSFT_PASS ||
+	    vcpu_real_mode_at_code(vm.vcpu, why, whylen) != KSFT_PASS)
+		goto out;
+
+	for (int round = 1; round <= 2; round++) {
+		uint8_t seed = 0x90 + round;
+
+		host_fill(&vm, seed, 7);
+		if (convert(vm.gmem, DATA_GPA / page, 1, PRIVATE, why, whylen) != KSFT_PASS)
+			goto out;
+		if (!gmem_sigbus(vm.mem + DATA_GPA, false)) {
+			snprintf(why, whylen, "round %d: the private data page is readable by the host", round);
+			goto out;
+		}
+		if (!expect_round(&vm, seed, 7, STATUS_MATCH, DATA_GPA + DATA_LEN, round, why, whylen))
+			goto out;
+		if (convert(vm.gmem, DATA_GPA / page, 1, 0, why, whylen) != KSFT_PASS)
+			goto out;
+		for (unsigned int i = 0; i < DATA_LEN; i++) {
+			if (vm.mem[DATA_GPA + i] != (uint8_t)(seed + i * 7)) {
+				snprintf(why, whylen, "round %d: shared again, the data page differs at byte %u",
+					 round, i);
+				goto out;
+			}
+		}
+	}
+	for (size_t i = 0; i < MEM_SIZE; i++) {
+		if (((uint8_t *)vm.other)[i] != 0xa5) {
+			snprintf(why, whylen, "the memory behind userspace_addr changed at %#zx", i);
+			goto out;
+		}
+	}
+	r = KSFT_PASS;
+out:
+	vm.kvm = -1;
+	vm_teardown(&vm);
+	return r;
+}
+
+static const struct gmem_case cases[] = {
+	{ "caps", caps },
+	{ "bad_requests", bad_requests },
+	{ "round_trip_page", round_trip_page },
+	{ "round_trip_range", round_trip_range },
+	{ "round_trip_whole_file", round_trip_whole_file },
+	{ "convert_mixed_range", convert_mixed_range },
+	{ "private_by_default", private_by_default },
+	{ "eagain_vmsplice", eagain_vmsplice },
+	{ "eagain_longterm_pin", eagain_longterm_pin },
+	{ "kvm_follows_the_file", kvm_follows_the_file },
+	{ "vcpu_in_place", vcpu_in_place },
+};
+
+int main(void)
+{
+	size_t n = sizeof(cases) / sizeof(cases[0]);
+	int was;
+
+	page = sysconf(_SC_PAGESIZE);
+	gmem_sigbus_setup();
+	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	was = param_get();
+	if (kvm_fd < 0 || was < 0 || !param_set(true)) {
+		int code = kvm_fd < 0 ? KSFT_SKIP : gmem_skip_or_fail();
+
+		ksft_print_header();
+		ksft_set_plan(n);
+		for (size_t i = 0; i < n; i++)
+			ksft_test_result_code(code, cases[i].name, "%s",
+					      kvm_fd < 0 ? "no /dev/kvm" :
+					      "no kvm.gmem_in_place_conversion: no in-place conversion");
+		ksft_finished();
+	}
+	if (was) {
+		ksft_print_msg("kvm.gmem_in_place_conversion was already Y: the default is N\n");
+		exit(KSFT_FAIL);
+	}
+	atexit(param_off);
+	run_cases(cases, n);
+}
