@@ -164,6 +164,7 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 	$1 ~ /^fault_/ && $2 == "gmem" { chk("guest_memfd first-touch fault vs memfd, " substr($1, 7), $9, 1.05) }
 	$1 == "vcpu_first" && $2 ~ /^gmem/ { chk("vCPU first touch, " $2 " vs anon", $9, 1.10) }
 	$1 == "footprint_memavail" && $2 == "gmem" { chk("footprint, guest_memfd VM, MemAvailable", $9, 1.02) }
+	$1 == "footprint_memavail" && $2 == "gmem_inplace" { chk("footprint, VM converting in place, MemAvailable", $9, 1.02) }
 	$1 == "numa_first_touch" && $2 == "gmem_bind_local" { chk("NUMA policy lookup: bound to the local node vs none", $9, 1.03) }
 	$1 == "numa_first_touch" && $2 == "gmem_bind_remote" { printf "  %-44s %s (no target)\n", "NUMA: bound to the remote node vs none", $9 == "" ? "n/a" : sprintf("%.3f", $9) }
 	' "$out/bench.csv"

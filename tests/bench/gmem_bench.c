@@ -31,6 +31,10 @@
  *                             the ref), mbind() to node 0 (the policy lookup's
  *                             cost) and to node 1 (remote placement); n/a
  *                             with one node (make bench NUMA=2)
+ *   convert_{4k,2m}_{private,shared}  microseconds per KVM_SET_MEMORY_ATTRIBUTES2
+ *                             on a populated, mapped guest_memfd of a VM that
+ *                             converts in place (gmem_inplace), per 4 KiB and
+ *                             per 2 MiB range, to private and back
  *   footprint_{memavail,shmem,unevictable}  a VM of G bytes whose memory is
  *                             written by the VMM through its mapping and
  *                             partly by the vCPU: the drop of MemAvailable
@@ -84,9 +88,10 @@
 #define GUEST_MEMFD_FLAG_MMAP		(1ULL << 0)
 #define GUEST_MEMFD_FLAG_INIT_SHARED	(1ULL << 1)
 #endif
+#define IN_PLACE_PARAM	"/sys/module/kvm/parameters/gmem_in_place_conversion"
 
 #define PAGE		4096UL
-#define MAX_METRICS	3
+#define MAX_METRICS	4
 #define MAX_REPS	15
 #define CASE_TIMEOUT	120
 #define PCP_SYSCTL	"/proc/sys/vm/percpu_pagelist_high_fraction"
@@ -100,11 +105,14 @@ static long vcpu_pages = 1024;		/* nested SVM under TCG is slow */
 static long vcpu_passes = 4;		/* re-touch passes */
 static long foot_pages = 32768;		/* 128 MiB guest */
 static long foot_vcpu_pages = 256;
+static long convert_pages = 2048;	/* 8 MiB: 2048 4 KiB and 4 2 MiB ranges */
+static long convert_rounds = 2;
 
 /* GMEM_BIND_*: a default VM's guest_memfd, its mapping mbind() to node 0 or 1. */
-enum mem { ANON, MEMFD, GMEM, GMEM_SWP, GMEM_BIND_LOCAL, GMEM_BIND_REMOTE };
+/* GMEM_INPLACE: a SW_PROTECTED VM converting in place (MMAP|INIT_SHARED). */
+enum mem { ANON, MEMFD, GMEM, GMEM_SWP, GMEM_BIND_LOCAL, GMEM_BIND_REMOTE, GMEM_INPLACE };
 static const char *const mem_name[] = { "anon", "memfd", "gmem", "gmem_swprot",
-					"gmem_bind_local", "gmem_bind_remote" };
+					"gmem_bind_local", "gmem_bind_remote", "gmem_inplace" };
 
 struct bench_case;
 typedef int (*case_fn)(const struct bench_case *c, double *v, char *why, size_t whylen);
@@ -150,6 +158,19 @@ static int kvm_cap(int fd, long cap)
 	return r < 0 ? 0 : r;
 }
 
+/* kvm.gmem_in_place_conversion: 0, or -1 where the modules lack it. */
+static int in_place_param(bool on)
+{
+	int fd = open(IN_PLACE_PARAM, O_WRONLY);
+	int ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, on ? "1" : "0", 1) == 1 ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
 /* Only the VM and the file, no mapping. KVM VM type: 0 or SW_PROTECTED. */
 static int region_file(struct region *r, enum mem mem, size_t len, char *why, size_t whylen)
 {
@@ -173,7 +194,16 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 		snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
 		return RES_NA;
 	}
-	if (mem != GMEM_SWP) {
+	if (mem == GMEM_INPLACE) {
+		/* A VM converts in place if it is created while the parameter is 1. */
+		if (in_place_param(true)) {
+			snprintf(why, whylen, "no kvm.gmem_in_place_conversion");
+			return RES_NA;
+		}
+		r->vm = ioctl(r->kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+		in_place_param(false);
+		gm.flags = want;
+	} else if (mem != GMEM_SWP) {
 		if ((kvm_cap(r->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & want) != want) {
 			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP|INIT_SHARED");
 			return RES_NA;
@@ -559,7 +589,7 @@ static int vm_setup(struct vcpu_vm *vm, enum mem mem, long npages, char *why, si
 		}
 	}
 	slot.userspace_addr = (uintptr_t)vm->r.p;
-	if (mem == GMEM || mem == GMEM_SWP) {
+	if (mem == GMEM || mem == GMEM_SWP || mem == GMEM_INPLACE) {
 		slot.flags = KVM_MEM_GUEST_MEMFD;
 		slot.guest_memfd = vm->r.fd;
 	}
@@ -828,6 +858,68 @@ static int case_footprint(const struct bench_case *c, double *v, char *why, size
 	return RES_OK;
 }
 
+/* ---- in-place conversion ------------------------------------------------------- */
+
+/* KVM_SET_MEMORY_ATTRIBUTES2 on a guest_memfd (provisional, src/virt/0024). */
+static int set_attrs(int fd, size_t off, size_t len, unsigned long long attrs)
+{
+	struct kvm_memory_attributes2 a = { .offset = off, .size = len, .attributes = attrs };
+
+	return ioctl(fd, KVM_SET_MEMORY_ATTRIBUTES2, &a);
+}
+
+/*
+ * Microseconds per conversion of a populated, mapped range, to private
+ * (unmap, reference check) and back to shared: 4 KiB ranges one after the
+ * other over the file, then 2 MiB ranges. The pages are written again
+ * after each round, so every to-private conversion has mappings to zap.
+ */
+static int case_convert(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	const long huge = 512;
+	long n = convert_pages;
+	double t_priv[2] = { 0 }, t_shared[2] = { 0 }, t0;
+	long ops[2] = { 0 };
+	struct region r;
+	int ret;
+
+	ret = region_open(&r, c->mem, n * PAGE, why, whylen);
+	if (ret)
+		return ret;
+	for (int size = 0; size < 2; size++) {
+		long step = size ? huge : 1;
+
+		for (int round = 0; round < convert_rounds; round++) {
+			write_pass(r.p, n);
+			for (long i = 0; i + step <= n; i += step) {
+				t0 = now();
+				if (set_attrs(r.fd, i * PAGE, step * PAGE, KVM_MEMORY_ATTRIBUTE_PRIVATE)) {
+					snprintf(why, whylen, "to private (%ld pages at %ld): %s",
+						 step, i, strerror(errno));
+					return RES_ERR;
+				}
+				t_priv[size] += now() - t0;
+				t0 = now();
+				if (set_attrs(r.fd, i * PAGE, step * PAGE, 0)) {
+					snprintf(why, whylen, "to shared: %s", strerror(errno));
+					return RES_ERR;
+				}
+				t_shared[size] += now() - t0;
+				ops[size]++;
+			}
+		}
+	}
+	if (read_pass(r.p, n) != (unsigned int)n) {
+		snprintf(why, whylen, "converted pages lost their contents");
+		return RES_ERR;
+	}
+	v[0] = t_priv[0] / ops[0] * 1e6;
+	v[1] = t_shared[0] / ops[0] * 1e6;
+	v[2] = t_priv[1] / ops[1] * 1e6;
+	v[3] = t_shared[1] / ops[1] * 1e6;
+	return RES_OK;
+}
+
 /* ---- the cases ------------------------------------------------------------------ */
 
 #define PPS "pages/s"
@@ -856,7 +948,9 @@ static const struct bench_case cases[] = {
 	{ "punch_cycle", MEMFD, "memfd", PPS, case_punch, 0, 1, 1, { "" } },
 	VCPU(ANON), VCPU(MEMFD), VCPU(GMEM), VCPU(GMEM_SWP),
 	NUMA(GMEM), NUMA(GMEM_BIND_LOCAL), NUMA(GMEM_BIND_REMOTE),
-	FOOT(GMEM), FOOT(MEMFD), FOOT(ANON),
+	FOOT(GMEM), FOOT(MEMFD), FOOT(ANON), FOOT(GMEM_INPLACE),
+	{ "convert", GMEM_INPLACE, "gmem_inplace", "us", case_convert, 0, 1, 4,
+	  { "_4k_private", "_4k_shared", "_2m_private", "_2m_shared" } },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -912,7 +1006,8 @@ static int run_child(const struct bench_case *c, double *v, char *why, size_t wh
 		alarm(CASE_TIMEOUT);
 		ret = c->fn(c, cv, cwhy, sizeof(cwhy));
 		if (ret == RES_OK)
-			len = snprintf(buf, sizeof(buf), "0 %.6g %.6g %.6g", cv[0], cv[1], cv[2]);
+			len = snprintf(buf, sizeof(buf), "0 %.6g %.6g %.6g %.6g",
+				       cv[0], cv[1], cv[2], cv[3]);
 		else
 			len = snprintf(buf, sizeof(buf), "%d %s", ret, cwhy);
 		if (write(pfd[1], buf, len) != len)
@@ -935,7 +1030,7 @@ static int run_child(const struct bench_case *c, double *v, char *why, size_t wh
 		snprintf(why, whylen, "%s", strchr(buf, ' ') ? strchr(buf, ' ') + 1 : buf);
 		return r ? r : RES_ERR;
 	}
-	if (sscanf(buf + 2, "%lf %lf %lf", &v[0], &v[1], &v[2]) != 3)
+	if (sscanf(buf + 2, "%lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3]) != MAX_METRICS)
 		return snprintf(why, whylen, "garbled child answer"), RES_ERR;
 	return RES_OK;
 }
@@ -1125,6 +1220,7 @@ int main(int argc, char **argv)
 	punch_pages = scaled(punch_pages, scale, 16);
 	vcpu_pages = scaled(vcpu_pages, scale, 4);
 	foot_pages = scaled(foot_pages, scale, 1024);
+	convert_pages = scaled(convert_pages, scale, 1024) & ~511L;
 	foot_vcpu_pages = scaled(foot_vcpu_pages, scale, 4);
 	if (foot_vcpu_pages > foot_pages - TOUCH_PAGE0)
 		foot_vcpu_pages = foot_pages - TOUCH_PAGE0;
