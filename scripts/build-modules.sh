@@ -23,13 +23,16 @@ rsync -a "$top/Kbuild" "$top/VERSION" "$obj/"
 # Target-kernel facts, detected here once and recorded next to the objects.
 hook=n
 grep -qw guestmem_register_free_ops "$kdir/Module.symvers" && hook=y
+put=n
+grep -qw guestmem_put_notify_begin "$kdir/Module.symvers" && put=y
 mpol=n
 grep -qw mpol_set_shared_policy "$kdir/Module.symvers" && mpol=y
-printf 'KVM_GMEM_MM_HOOK := %s\nKVM_GMEM_MM_MPOL := %s\n' "$hook" "$mpol" > "$obj/target.mk.new"
+printf 'KVM_GMEM_MM_HOOK := %s\nKVM_GMEM_MM_PUT_NOTIFY := %s\nKVM_GMEM_MM_MPOL := %s\n' \
+	"$hook" "$put" "$mpol" > "$obj/target.mk.new"
 cmp -s "$obj/target.mk.new" "$obj/target.mk" 2>/dev/null &&
 	rm "$obj/target.mk.new" || mv "$obj/target.mk.new" "$obj/target.mk"
 
-step "building modules for $kver (mm hook: $hook, mm shared policy: $mpol)"
+step "building modules for $kver (mm hook: $hook, put notify: $put, mm shared policy: $mpol)"
 make -C "$kdir" M="$obj" -j"$(nproc)" ${V:+V=$V} modules
 step "built: $(cd "$obj" && ls -1 kvm.ko kvm-amd.ko kvm-intel.ko | tr '\n' ' ')"
 "$top/scripts/check-crc.sh" "$obj/Module.symvers" "$kdir/Module.symvers"

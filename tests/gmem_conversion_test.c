@@ -10,8 +10,18 @@
  * while it is 0. Conversion preserves contents both ways (nothing encrypts
  * or zeroes on a software VM), and that is exactly what is checked.
  *
+ * A conversion to private fails with EAGAIN and the offset of the first page
+ * that has a reference beyond the page cache's. On the mm-shim kernel, where
+ * mm reports dropped references (src/virt/0025), it first waits for them, up
+ * to kvm.gmem_conversion_wait_ms (set to WAIT_MS here): a page spliced into a
+ * pipe that is drained meanwhile converts without a retry, a long-term pin
+ * (io_uring fixed buffer) still fails, after the wait. On Debian's kernel
+ * both fail at once, as upstream.
+ *
  * Modules without the parameter: SKIP, or FAIL with ours (gmem_test.h).
  */
+#include <pthread.h>
+#include <time.h>
 #include <linux/falloc.h>
 #include <linux/io_uring.h>
 #include <linux/mman.h>
@@ -21,6 +31,9 @@
 #include "gmem_x86_guest.h"
 
 #define PARAM		"/sys/module/kvm/parameters/gmem_in_place_conversion"
+/* Only where mm reports dropped references (the mm-shim kernel): src/virt/0025. */
+#define WAIT_PARAM	"/sys/module/kvm/parameters/gmem_conversion_wait_ms"
+#define WAIT_MS		400
 #define NPAGES		16
 #define PRIVATE		KVM_MEMORY_ATTRIBUTE_PRIVATE
 
@@ -30,6 +43,29 @@
 
 static long page;
 static int kvm_fd;
+/* Does this kernel wait for transient references (mm-shim)? */
+static bool waits;
+static char wait_saved[16];
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static bool write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok;
+}
 
 static bool param_set(bool on)
 {
@@ -60,6 +96,8 @@ static int param_get(void)
 static void param_off(void)
 {
 	param_set(false);
+	if (wait_saved[0])
+		write_file(WAIT_PARAM, wait_saved);
 }
 
 struct gfile {
@@ -522,9 +560,91 @@ static void unpin_io_uring(int ring)
 	close(ring);
 }
 
+/*
+ * A long-term pin outlasts any wait: EAGAIN on both kernels, at once on
+ * Debian's, after kvm.gmem_conversion_wait_ms (WAIT_MS here) on the shim's.
+ */
 static int eagain_longterm_pin(char *why, size_t whylen)
 {
-	return eagain_until_released(pin_io_uring, unpin_io_uring, 9, why, whylen);
+	double t0 = now();
+	int r = eagain_until_released(pin_io_uring, unpin_io_uring, 9, why, whylen);
+	double ms = (now() - t0) * 1000;
+
+	if (r == KSFT_PASS && waits && ms < WAIT_MS * 0.9) {
+		snprintf(why, whylen, "EAGAIN after %.0f ms: the mm-shim kernel must wait %d ms first",
+			 ms, WAIT_MS);
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS && !waits && ms > WAIT_MS / 2) {
+		snprintf(why, whylen, "EAGAIN after %.0f ms: without mm's reports it must come at once",
+			 ms);
+		r = KSFT_FAIL;
+	}
+	return r;
+}
+
+struct drain {
+	int fd, delay_ms;
+};
+
+static void *drain_later(void *arg)
+{
+	struct drain *d = arg;
+
+	usleep(d->delay_ms * 1000);
+	unpin_pipe(d->fd);
+	return NULL;
+}
+
+/*
+ * A transient reference that goes by itself while the conversion runs: a
+ * page spliced into a pipe that another thread drains DRAIN_MS later. On the
+ * mm-shim kernel the conversion waits for it and succeeds, no retry needed,
+ * returning only once the pipe let go; on Debian's it fails at once with
+ * EAGAIN and the page's offset, as upstream.
+ */
+#define DRAIN_MS	150
+static int transient_ref_waited(char *why, size_t whylen)
+{
+	struct drain d = { .delay_ms = DRAIN_MS };
+	uint64_t err_off = 0;
+	pthread_t thread;
+	struct gfile g;
+	double t0, ms;
+	int r, e;
+
+	r = shared_file(&g, NPAGES, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	gmem_fill(g.map, 0, g.size, 0x75);
+	d.fd = pin_vmsplice(g.map + 6 * page, why, whylen);
+	if (d.fd < 0) {
+		r = KSFT_FAIL;
+		goto out;
+	}
+	pthread_create(&thread, NULL, drain_later, &d);
+	t0 = now();
+	e = set_attrs(g.fd, 2 * page, 8 * page, PRIVATE, &err_off);
+	ms = (now() - t0) * 1000;
+	pthread_join(thread, NULL);
+	if (waits && (e || ms < DRAIN_MS * 0.8)) {
+		snprintf(why, whylen, "mm-shim kernel: %s after %.0f ms (error_offset %#llx); want success once the pipe is drained (%d ms)",
+			 e ? strerror(-e) : "success", ms, (unsigned long long)err_off, DRAIN_MS);
+		r = KSFT_FAIL;
+	} else if (!waits && (e != -EAGAIN || err_off != (uint64_t)(6 * page) || ms > DRAIN_MS / 2)) {
+		snprintf(why, whylen, "%s after %.0f ms, error_offset %#llx; want EAGAIN at once for page 6 (%#lx)",
+			 e ? strerror(-e) : "success", ms, (unsigned long long)err_off, 6 * page);
+		r = KSFT_FAIL;
+	} else if (!waits) {
+		r = convert(g.fd, 2, 8, PRIVATE, why, whylen);
+	}
+	if (r == KSFT_PASS && !check_private_pages(&g, 2, 8, 0x75, why, whylen))
+		r = KSFT_FAIL;
+	if (r == KSFT_PASS)
+		snprintf(why, whylen, "%s after %.0f ms", e ? "EAGAIN" : "converted", ms);
+out:
+	gfile_close(&g);
+	return r;
 }
 
 /*
@@ -685,6 +805,7 @@ static const struct gmem_case cases[] = {
 	{ "private_by_default", private_by_default },
 	{ "eagain_vmsplice", eagain_vmsplice },
 	{ "eagain_longterm_pin", eagain_longterm_pin },
+	{ "transient_ref_waited", transient_ref_waited },
 	{ "kvm_follows_the_file", kvm_follows_the_file },
 	{ "vcpu_in_place", vcpu_in_place },
 };
@@ -711,6 +832,29 @@ int main(void)
 	}
 	if (was) {
 		ksft_print_msg("kvm.gmem_in_place_conversion was already Y: the default is N\n");
+		exit(KSFT_FAIL);
+	}
+	/*
+	 * The mm-shim kernel must wait (and the parameter exist); Debian's
+	 * kernel has no mm reports, so our modules must not wait there.
+	 */
+	waits = gmem_has_mm_hook();
+	if (waits) {
+		char ms[16];
+		int fd = open(WAIT_PARAM, O_RDONLY);
+		ssize_t len = fd < 0 ? -1 : read(fd, wait_saved, sizeof(wait_saved) - 1);
+
+		if (fd >= 0)
+			close(fd);
+		if (len <= 0) {
+			ksft_print_msg("mm-shim kernel, but no kvm.gmem_conversion_wait_ms\n");
+			exit(KSFT_FAIL);
+		}
+		wait_saved[len] = 0;
+		snprintf(ms, sizeof(ms), "%d", WAIT_MS);
+		write_file(WAIT_PARAM, ms);
+	} else if (!access(WAIT_PARAM, F_OK)) {
+		ksft_print_msg("kvm.gmem_conversion_wait_ms on a kernel without mm's reports\n");
 		exit(KSFT_FAIL);
 	}
 	atexit(param_off);
