@@ -795,6 +795,121 @@ out:
 	return r;
 }
 
+/*
+ * The guest asks for the conversions, as a confidential guest does: with
+ * KVM_HC_MAP_GPA_RANGE exits enabled, a real-mode guest makes its data page
+ * private (hypercall 12, KVM_MAP_GPA_RANGE_ENCRYPTED), increments the byte
+ * the host left there, makes the page shared again (DECRYPTED) and reports.
+ * The VMM converts the guest_memfd in place on each exit: while the page is
+ * private the host cannot touch it, and afterwards it reads the guest's
+ * increment of its own byte, from the one copy there is.
+ */
+static const uint8_t hypercall_guest[] = {
+	0x66, 0xbb, 0x00, 0x20, 0x00, 0x00,	/* mov $DATA_GPA, %ebx       */
+	0x66, 0xb9, 0x01, 0x00, 0x00, 0x00,	/* mov $1, %ecx   (pages)    */
+	0x66, 0xba, 0x10, 0x00, 0x00, 0x00,	/* mov $0x10, %edx (ENCRYPTED) */
+	0x66, 0xb8, 0x0c, 0x00, 0x00, 0x00,	/* mov $12, %eax  (MAP_GPA_RANGE) */
+	0x0f, 0x01, 0xd9,			/* vmmcall                   */
+	0xfe, 0x06, 0x00, 0x20,			/* incb DATA_GPA             */
+	0x66, 0xba, 0x20, 0x00, 0x00, 0x00,	/* mov $0x20, %edx (DECRYPTED) */
+	0x66, 0xb8, 0x0c, 0x00, 0x00, 0x00,	/* mov $12, %eax             */
+	0x0f, 0x01, 0xd9,			/* vmmcall                   */
+	0xe6, 0x10,				/* out %al, $0x10            */
+	0xf4,					/* hlt                       */
+};
+
+#define KVM_HC_MAP_GPA_RANGE		12
+#define MAP_GPA_RANGE_ENCRYPTED		(1 << 4)
+#define MAP_GPA_RANGE_DECRYPTED		(1 << 5)
+
+static int guest_converts_via_hypercall(char *why, size_t whylen)
+{
+	struct kvm_enable_cap cap = {
+		.cap = KVM_CAP_EXIT_HYPERCALL, .args[0] = 1 << KVM_HC_MAP_GPA_RANGE,
+	};
+	struct kvm_userspace_memory_region2 region;
+	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
+	int r = KSFT_FAIL, hypercalls = 0;
+
+	if (vm_create_with_gmem(&vm, KVM_X86_SW_PROTECTED_VM,
+				GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, why, whylen) != KSFT_PASS)
+		goto out;
+	if (ioctl(vm.vm, KVM_ENABLE_CAP, &cap)) {
+		snprintf(why, whylen, "KVM_CAP_EXIT_HYPERCALL: %s", strerror(errno));
+		goto out;
+	}
+	region = (struct kvm_userspace_memory_region2){
+		.slot = 0,
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)vm.mem,
+		.guest_memfd = vm.gmem,
+	};
+	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+		goto out;
+	}
+	memcpy((void *)(vm.mem + CODE_GPA), hypercall_guest, sizeof(hypercall_guest));
+	vm.mem[DATA_GPA] = 0x41;
+	if (vm_create_vcpu(&vm, why, whylen) != KSFT_PASS ||
+	    vcpu_real_mode_at_code(vm.vcpu, why, whylen) != KSFT_PASS)
+		goto out;
+
+	for (int exits = 0; exits < MAX_EXITS; exits++) {
+		struct kvm_run *run = vm.run;
+		bool private;
+
+		if (ioctl(vm.vcpu, KVM_RUN, 0)) {
+			if (errno == EINTR)
+				continue;
+			snprintf(why, whylen, "KVM_RUN: %s (exit %u)", strerror(errno), run->exit_reason);
+			goto out;
+		}
+		if (run->exit_reason == KVM_EXIT_INTR)
+			continue;
+		if (run->exit_reason == KVM_EXIT_IO && run->io.port == IO_PORT)
+			break;
+		if (run->exit_reason != KVM_EXIT_HYPERCALL ||
+		    run->hypercall.nr != KVM_HC_MAP_GPA_RANGE ||
+		    run->hypercall.args[0] != DATA_GPA || run->hypercall.args[1] != 1) {
+			snprintf(why, whylen, "exit %u (%s), hypercall %llu args %#llx %#llx",
+				 run->exit_reason, exit_name(run->exit_reason),
+				 (unsigned long long)run->hypercall.nr,
+				 (unsigned long long)run->hypercall.args[0],
+				 (unsigned long long)run->hypercall.args[1]);
+			goto out;
+		}
+		private = run->hypercall.args[2] & MAP_GPA_RANGE_ENCRYPTED;
+		if (private != (hypercalls == 0)) {
+			snprintf(why, whylen, "hypercall %d asks for %s", hypercalls + 1,
+				 private ? "private" : "shared");
+			goto out;
+		}
+		if (convert(vm.gmem, DATA_GPA / page, 1, private ? PRIVATE : 0, why, whylen) != KSFT_PASS)
+			goto out;
+		if (private && !gmem_sigbus(vm.mem + DATA_GPA, false)) {
+			snprintf(why, whylen, "the page the guest made private is readable by the host");
+			goto out;
+		}
+		run->hypercall.ret = 0;
+		hypercalls++;
+	}
+	if (hypercalls != 2) {
+		snprintf(why, whylen, "the guest reported after %d hypercalls, want 2", hypercalls);
+		goto out;
+	}
+	if (host_read(vm.mem + DATA_GPA) != 0x42) {
+		snprintf(why, whylen, "shared again, the data byte is %d, want 0x42 (the host's 0x41, incremented by the guest while private)",
+			 host_read(vm.mem + DATA_GPA));
+		goto out;
+	}
+	r = KSFT_PASS;
+out:
+	vm.kvm = -1;
+	vm_teardown(&vm);
+	return r;
+}
+
 static const struct gmem_case cases[] = {
 	{ "caps", caps },
 	{ "bad_requests", bad_requests },
@@ -808,6 +923,7 @@ static const struct gmem_case cases[] = {
 	{ "transient_ref_waited", transient_ref_waited },
 	{ "kvm_follows_the_file", kvm_follows_the_file },
 	{ "vcpu_in_place", vcpu_in_place },
+	{ "guest_converts_via_hypercall", guest_converts_via_hypercall },
 };
 
 int main(void)
