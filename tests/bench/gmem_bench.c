@@ -35,6 +35,11 @@
  *                             on a populated, mapped guest_memfd of a VM that
  *                             converts in place (gmem_inplace), per 4 KiB and
  *                             per 2 MiB range, to private and back
+ *   convert_transient_{latency,ioctls}  a page of a 2 MiB range is in a pipe
+ *                             that is drained 20 ms into its conversion to
+ *                             private: us from the drain to the converted
+ *                             range, and ioctls made; one call letting the
+ *                             kernel wait (mm-shim) vs a 1 ms retry loop
  *   footprint_{memavail,shmem,unevictable}  a VM of G bytes whose memory is
  *                             written by the VMM through its mapping and
  *                             partly by the vCPU: the drop of MemAvailable
@@ -72,6 +77,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <linux/mempolicy.h>
 
@@ -109,10 +115,15 @@ static long convert_pages = 2048;	/* 8 MiB: 2048 4 KiB and 4 2 MiB ranges */
 static long convert_rounds = 2;
 
 /* GMEM_BIND_*: a default VM's guest_memfd, its mapping mbind() to node 0 or 1. */
-/* GMEM_INPLACE: a SW_PROTECTED VM converting in place (MMAP|INIT_SHARED). */
-enum mem { ANON, MEMFD, GMEM, GMEM_SWP, GMEM_BIND_LOCAL, GMEM_BIND_REMOTE, GMEM_INPLACE };
+/*
+ * GMEM_INPLACE: a SW_PROTECTED VM converting in place (MMAP|INIT_SHARED);
+ * GMEM_INPLACE_RETRY: the same, converted by a user-space retry loop.
+ */
+enum mem { ANON, MEMFD, GMEM, GMEM_SWP, GMEM_BIND_LOCAL, GMEM_BIND_REMOTE, GMEM_INPLACE,
+	   GMEM_INPLACE_RETRY };
 static const char *const mem_name[] = { "anon", "memfd", "gmem", "gmem_swprot",
-					"gmem_bind_local", "gmem_bind_remote", "gmem_inplace" };
+					"gmem_bind_local", "gmem_bind_remote", "gmem_inplace",
+					"gmem_inplace_retry" };
 
 struct bench_case;
 typedef int (*case_fn)(const struct bench_case *c, double *v, char *why, size_t whylen);
@@ -194,7 +205,7 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 		snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
 		return RES_NA;
 	}
-	if (mem == GMEM_INPLACE) {
+	if (mem == GMEM_INPLACE || mem == GMEM_INPLACE_RETRY) {
 		/* A VM converts in place if it is created while the parameter is 1. */
 		if (in_place_param(true)) {
 			snprintf(why, whylen, "no kvm.gmem_in_place_conversion");
@@ -920,6 +931,91 @@ static int case_convert(const struct bench_case *c, double *v, char *why, size_t
 	return RES_OK;
 }
 
+#define WAIT_PARAM	"/sys/module/kvm/parameters/gmem_conversion_wait_ms"
+#define TRANSIENT_MS	20
+
+struct drainer {
+	int fd;
+	double at;
+};
+
+static void *drain_after(void *arg)
+{
+	struct drainer *d = arg;
+	char buf[PAGE];
+
+	usleep(TRANSIENT_MS * 1000);
+	d->at = now();
+	while (read(d->fd, buf, sizeof(buf)) > 0)
+		;
+	return NULL;
+}
+
+/*
+ * A transient reference that goes while user space converts: one page of
+ * the 2 MiB range is spliced into a pipe that a thread drains TRANSIENT_MS
+ * later. Microseconds from the drain to the converted range, and ioctls
+ * made: gmem_inplace makes one call and lets the kernel wait where it can
+ * (the mm-shim kernel; elsewhere it must loop like the other),
+ * gmem_inplace_retry retries on EAGAIN every 1 ms, the waiting switched off.
+ */
+static int case_transient(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	bool retry = c->mem == GMEM_INPLACE_RETRY;
+	struct iovec iov;
+	struct drainer d;
+	pthread_t thread;
+	struct region r;
+	long calls = 0;
+	int ret, fds[2], wfd = open(WAIT_PARAM, O_RDWR);
+	char saved[16] = "";
+	double done;
+
+	if (wfd >= 0 && read(wfd, saved, sizeof(saved) - 1) <= 0)
+		saved[0] = 0;
+	if (retry && wfd >= 0 && write(wfd, "0", 1) != 1) {
+		snprintf(why, whylen, "%s: %s", WAIT_PARAM, strerror(errno));
+		return RES_ERR;
+	}
+	ret = region_open(&r, c->mem, 512 * PAGE, why, whylen);
+	if (ret)
+		goto out;
+	write_pass(r.p, 512);
+	iov = (struct iovec){ .iov_base = r.p + 100 * PAGE, .iov_len = PAGE };
+	if (pipe(fds) || vmsplice(fds[1], &iov, 1, 0) != PAGE) {
+		snprintf(why, whylen, "vmsplice: %s", strerror(errno));
+		ret = RES_ERR;
+		goto out;
+	}
+	close(fds[1]);		/* the drainer reads to EOF */
+	d.fd = fds[0];
+	pthread_create(&thread, NULL, drain_after, &d);
+	for (;;) {
+		calls++;
+		if (!set_attrs(r.fd, 0, 512 * PAGE, KVM_MEMORY_ATTRIBUTE_PRIVATE))
+			break;
+		if (errno != EAGAIN) {
+			snprintf(why, whylen, "to private: %s", strerror(errno));
+			ret = RES_ERR;
+			break;
+		}
+		usleep(1000);
+	}
+	done = now();
+	pthread_join(thread, NULL);
+	close(fds[0]);
+	v[0] = (done - d.at) * 1e6;
+	v[1] = calls;
+out:
+	if (wfd >= 0) {
+		if (retry && saved[0] && write(wfd, saved, strlen(saved)) < 0) {
+			/* best effort: the parameter as it was */
+		}
+		close(wfd);
+	}
+	return ret;
+}
+
 /* ---- the cases ------------------------------------------------------------------ */
 
 #define PPS "pages/s"
@@ -949,6 +1045,10 @@ static const struct bench_case cases[] = {
 	VCPU(ANON), VCPU(MEMFD), VCPU(GMEM), VCPU(GMEM_SWP),
 	NUMA(GMEM), NUMA(GMEM_BIND_LOCAL), NUMA(GMEM_BIND_REMOTE),
 	FOOT(GMEM), FOOT(MEMFD), FOOT(ANON), FOOT(GMEM_INPLACE),
+	{ "convert_transient", GMEM_INPLACE, "gmem_inplace_retry", "us", case_transient, 0, 1, 2,
+	  { "_latency", "_ioctls" } },
+	{ "convert_transient", GMEM_INPLACE_RETRY, "gmem_inplace_retry", "us", case_transient, 0, 1, 2,
+	  { "_latency", "_ioctls" } },
 	{ "convert", GMEM_INPLACE, "gmem_inplace", "us", case_convert, 0, 1, 4,
 	  { "_4k_private", "_4k_shared", "_2m_private", "_2m_shared" } },
 };
