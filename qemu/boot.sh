@@ -63,11 +63,15 @@ mkdir -p "$(dirname "$log")"
 # thread=single: with one host thread per vCPU (MTTCG), QEMU 7.2 lets a vCPU
 # run stale translated code after the kernel patched its text on another vCPU
 # (text_poke_bp), which shows up as a spurious "Oops: int3". Round-robin TCG
-# keeps two vCPUs, without that race.
+# keeps two vCPUs, without that race. TCG_THREAD=multi (environment) asks for
+# MTTCG anyway, to measure what it would buy (README, Packaging).
+tcg_thread=${TCG_THREAD:-single}
+[[ "$tcg_thread" == single || "$tcg_thread" == multi ]] ||
+	die "TCG_THREAD must be single or multi, got '$tcg_thread'"
 case "$arch" in
 x86_64)
 	need_tools qemu-system-x86_64:qemu-system-x86
-	qemu=(qemu-system-x86_64 -machine q35 -accel tcg,thread=single -cpu max)
+	qemu=(qemu-system-x86_64 -machine q35 -accel "tcg,thread=$tcg_thread" -cpu max)
 	console=ttyS0
 	;;
 arm64)
