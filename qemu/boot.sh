@@ -116,6 +116,9 @@ smp=$cpus
 # back to the HPET, and the KVM selftests that need a TSC clocksource skip.
 # QEMU derives every vCPU's TSC from one host clock: tell the guest so.
 ((numa == 1)) || append+=" tsc=reliable"
+# Tells the guest's run.sh to take the other vCPUs offline before it loads
+# modules (see thread=single above).
+[[ "$arch" != x86_64 || "$tcg_thread" != multi ]] || append+=" kvm_gmem.mttcg"
 qemu+=(-smp "$smp" -m "$((node_mb * numa))M"
 	-nodefaults -display none -monitor none -no-reboot
 	-serial chardev:console

@@ -120,6 +120,18 @@ dkms_install() {
 	else
 		tap_line "not ok" "kvm.ko signer '${signer:-none}', expected '$dkms_key_cn'"
 	fi
+	# Under multi-threaded TCG (kvm_gmem.mttcg on the command line, the
+	# dkms tier's build) the other vCPUs go offline before anything patches
+	# kernel text: QEMU 7.2 can run stale code on another vCPU after a
+	# text_poke_bp() (a spurious "Oops: int3"), and loading kvm flips
+	# static keys. The build above had both vCPUs.
+	if grep -qw kvm_gmem.mttcg /proc/cmdline; then
+		for cpu in /sys/devices/system/cpu/cpu[1-9]*/online; do
+			[[ -e "$cpu" ]] || continue
+			echo 0 >"$cpu" || note "could not offline ${cpu%/online}"
+		done
+		note "MTTCG: CPUs online for the tests: $(cat /sys/devices/system/cpu/online)"
+	fi
 	if modprobe kvm; then tap_line ok "modprobe kvm"; else tap_line "not ok" "modprobe kvm"; fi
 	have=$(cat /sys/module/kvm/version 2>/dev/null || echo none)
 	if [[ "$have" == "$version" ]]; then
