@@ -100,55 +100,12 @@ static void param_off(void)
 		write_file(WAIT_PARAM, wait_saved);
 }
 
-struct gfile {
-	int vm, fd;
-	volatile uint8_t *map;
-	size_t size;
-};
-
-/* A SW_PROTECTED VM (created with the parameter as it is) and its guest_memfd. */
-static int gfile_open(struct gfile *g, unsigned long type, unsigned long long flags,
-		      size_t npages, char *why, size_t whylen)
-{
-	void *map;
-
-	*g = (struct gfile){ .vm = -1, .fd = -1, .size = npages * page };
-	g->vm = ioctl(kvm_fd, KVM_CREATE_VM, type);
-	if (g->vm < 0) {
-		snprintf(why, whylen, "KVM_CREATE_VM(%lu): %s", type, strerror(errno));
-		return KSFT_FAIL;
-	}
-	g->fd = gmem_create(g->vm, g->size, flags);
-	if (g->fd < 0) {
-		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%#llx): %s", flags, strerror(-g->fd));
-		return KSFT_FAIL;
-	}
-	if (flags & GUEST_MEMFD_FLAG_MMAP) {
-		map = gmem_map(g->fd, g->size);
-		if (map == MAP_FAILED) {
-			snprintf(why, whylen, "mmap: %s", strerror(errno));
-			return KSFT_FAIL;
-		}
-		g->map = map;
-	}
-	return KSFT_PASS;
-}
-
-static void gfile_close(struct gfile *g)
-{
-	if (g->map)
-		munmap((void *)g->map, g->size);
-	if (g->fd >= 0)
-		close(g->fd);
-	if (g->vm >= 0)
-		close(g->vm);
-}
-
 /* An in-place VM's MMAP | INIT_SHARED guest_memfd of @npages, mapped. */
 static int shared_file(struct gfile *g, size_t npages, char *why, size_t whylen)
 {
-	return gfile_open(g, KVM_X86_SW_PROTECTED_VM,
-			  GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, npages, why, whylen);
+	return gfile_open(g, kvm_fd, KVM_X86_SW_PROTECTED_VM,
+			  GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, npages * page,
+			  why, whylen);
 }
 
 /* KVM_SET_MEMORY_ATTRIBUTES2: 0 or -errno; *@err_off gets error_offset. */
@@ -306,7 +263,8 @@ static int private_by_default(char *why, size_t whylen)
 	long cached;
 	int r;
 
-	r = gfile_open(&g, KVM_X86_SW_PROTECTED_VM, GUEST_MEMFD_FLAG_MMAP, NPAGES, why, whylen);
+	r = gfile_open(&g, kvm_fd, KVM_X86_SW_PROTECTED_VM, GUEST_MEMFD_FLAG_MMAP, NPAGES * page,
+		       why, whylen);
 	if (r == KSFT_PASS && !check_private_pages(&g, 0, NPAGES, 0, why, whylen))
 		r = KSFT_FAIL;
 	cached = r == KSFT_PASS ? cached_pages(g.fd, g.size) : -1;
@@ -647,6 +605,24 @@ out:
 	return r;
 }
 
+/* Slot 0 at GPA 0: vm->gmem, MEM_SIZE bytes, userspace_addr @hva. */
+static bool bind_gmem(struct vm *vm, void *hva, char *why, size_t whylen)
+{
+	struct kvm_userspace_memory_region2 region = {
+		.slot = 0,
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)hva,
+		.guest_memfd = vm->gmem,
+	};
+
+	if (ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
 /*
  * KVM's view follows the file: a SW_PROTECTED VM whose guest_memfd is not
  * mappable (flags 0, all private), bound with userspace_addr on the test's
@@ -660,7 +636,6 @@ out:
  */
 static int kvm_follows_the_file(char *why, size_t whylen)
 {
-	struct kvm_userspace_memory_region2 region;
 	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
 	volatile uint8_t *mem;
 	int r = KSFT_FAIL, fd;
@@ -682,17 +657,8 @@ static int kvm_follows_the_file(char *why, size_t whylen)
 		goto out;
 	}
 	vm.mem = mem;
-	region = (struct kvm_userspace_memory_region2){
-		.slot = 0,
-		.flags = KVM_MEM_GUEST_MEMFD,
-		.memory_size = MEM_SIZE,
-		.userspace_addr = (uintptr_t)mem,
-		.guest_memfd = vm.gmem,
-	};
-	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
-		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+	if (!bind_gmem(&vm, (void *)mem, why, whylen))
 		goto out;
-	}
 	memcpy((void *)(mem + CODE_GPA), guest_code, sizeof(guest_code));
 	host_fill(&vm, 0x81, 3);
 	if (convert(vm.gmem, CODE_GPA / page, 1, 0, why, whylen) != KSFT_PASS ||
@@ -736,7 +702,6 @@ out:
  */
 static int vcpu_in_place(char *why, size_t whylen)
 {
-	struct kvm_userspace_memory_region2 region;
 	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
 	int r = KSFT_FAIL;
 
@@ -744,17 +709,8 @@ static int vcpu_in_place(char *why, size_t whylen)
 				GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, why, whylen) != KSFT_PASS ||
 	    !vm_map_decoy(&vm, why, whylen))
 		goto out;
-	region = (struct kvm_userspace_memory_region2){
-		.slot = 0,
-		.flags = KVM_MEM_GUEST_MEMFD,
-		.memory_size = MEM_SIZE,
-		.userspace_addr = (uintptr_t)vm.other,
-		.guest_memfd = vm.gmem,
-	};
-	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
-		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+	if (!bind_gmem(&vm, (void *)vm.other, why, whylen))
 		goto out;
-	}
 	memcpy((void *)(vm.mem + CODE_GPA), guest_code, sizeof(guest_code));
 	if (vm_create_vcpu(&vm, why, whylen) != KSFT_PASS ||
 	    vcpu_real_mode_at_code(vm.vcpu, why, whylen) != KSFT_PASS)
@@ -827,7 +783,6 @@ static int guest_converts_via_hypercall(char *why, size_t whylen)
 	struct kvm_enable_cap cap = {
 		.cap = KVM_CAP_EXIT_HYPERCALL, .args[0] = 1 << KVM_HC_MAP_GPA_RANGE,
 	};
-	struct kvm_userspace_memory_region2 region;
 	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
 	int r = KSFT_FAIL, hypercalls = 0;
 
@@ -838,17 +793,8 @@ static int guest_converts_via_hypercall(char *why, size_t whylen)
 		snprintf(why, whylen, "KVM_CAP_EXIT_HYPERCALL: %s", strerror(errno));
 		goto out;
 	}
-	region = (struct kvm_userspace_memory_region2){
-		.slot = 0,
-		.flags = KVM_MEM_GUEST_MEMFD,
-		.memory_size = MEM_SIZE,
-		.userspace_addr = (uintptr_t)vm.mem,
-		.guest_memfd = vm.gmem,
-	};
-	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
-		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+	if (!bind_gmem(&vm, (void *)vm.mem, why, whylen))
 		goto out;
-	}
 	memcpy((void *)(vm.mem + CODE_GPA), hypercall_guest, sizeof(hypercall_guest));
 	vm.mem[DATA_GPA] = 0x41;
 	if (vm_create_vcpu(&vm, why, whylen) != KSFT_PASS ||

@@ -18,48 +18,6 @@
 static long page;
 static int kvm_fd;
 
-struct gfile {
-	int vm, fd;
-	volatile uint8_t *map;
-};
-
-static int gfile_open(struct gfile *g, unsigned long type, unsigned long long flags,
-		      char *why, size_t whylen)
-{
-	void *map;
-
-	*g = (struct gfile){ .vm = -1, .fd = -1 };
-	g->vm = ioctl(kvm_fd, KVM_CREATE_VM, type);
-	if (g->vm < 0) {
-		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	g->fd = gmem_create(g->vm, NPAGES * page, flags);
-	if (g->fd < 0) {
-		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%#llx): %s", flags, strerror(-g->fd));
-		return KSFT_FAIL;
-	}
-	if (flags & GUEST_MEMFD_FLAG_MMAP) {
-		map = gmem_map(g->fd, NPAGES * page);
-		if (map == MAP_FAILED) {
-			snprintf(why, whylen, "mmap: %s", strerror(errno));
-			return KSFT_FAIL;
-		}
-		g->map = map;
-	}
-	return KSFT_PASS;
-}
-
-static void gfile_close(struct gfile *g)
-{
-	if (g->map)
-		munmap((void *)g->map, NPAGES * page);
-	if (g->fd >= 0)
-		close(g->fd);
-	if (g->vm >= 0)
-		close(g->vm);
-}
-
 /* @n pages of pattern @seed, in a buffer of the test's. */
 static uint8_t *pattern(int n, uint8_t seed)
 {
@@ -79,7 +37,7 @@ static int write_whole_file(char *why, size_t whylen)
 	long bad;
 	int r;
 
-	r = gfile_open(&g, 0, FLAGS, why, whylen);
+	r = gfile_open(&g, kvm_fd, 0, FLAGS, NPAGES * page, why, whylen);
 	if (r == KSFT_PASS) {
 		n = write(g.fd, src, NPAGES * page);
 		if (n != NPAGES * page) {
@@ -110,7 +68,7 @@ static int pwrite_overwrites_only_its_pages(char *why, size_t whylen)
 	long bad;
 	int r;
 
-	r = gfile_open(&g, 0, FLAGS, why, whylen);
+	r = gfile_open(&g, kvm_fd, 0, FLAGS, NPAGES * page, why, whylen);
 	if (r == KSFT_PASS) {
 		gmem_fill(g.map, 0, NPAGES * page, 0x33);
 		if (pwrite(g.fd, src, 2 * page, 3 * page) != 2 * page) {
@@ -134,7 +92,7 @@ static int pwrite_overwrites_only_its_pages(char *why, size_t whylen)
 static int refused_with_einval(char *why, size_t whylen)
 {
 	uint8_t *src = pattern(2, 0x44);
-	struct gfile g, nowrite, priv;
+	struct gfile g, nowrite = { .vm = -1, .fd = -1 }, priv = { .vm = -1, .fd = -1 };
 	struct {
 		const char *what;
 		int *fd;
@@ -150,12 +108,13 @@ static int refused_with_einval(char *why, size_t whylen)
 	};
 	int r;
 
-	r = gfile_open(&g, 0, FLAGS, why, whylen);
+	r = gfile_open(&g, kvm_fd, 0, FLAGS, NPAGES * page, why, whylen);
 	if (r == KSFT_PASS)
-		r = gfile_open(&nowrite, 0, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED,
-			       why, whylen);
+		r = gfile_open(&nowrite, kvm_fd, 0, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED,
+			       NPAGES * page, why, whylen);
 	if (r == KSFT_PASS)
-		r = gfile_open(&priv, 0, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_WRITE, why, whylen);
+		r = gfile_open(&priv, kvm_fd, 0, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_WRITE,
+			       NPAGES * page, why, whylen);
 	for (size_t i = 0; r == KSFT_PASS && i < sizeof(bad) / sizeof(bad[0]); i++) {
 		errno = 0;
 		if (pwrite(*bad[i].fd, src, bad[i].len, bad[i].off) != -1 || errno != EINVAL) {
@@ -239,7 +198,7 @@ static int source_in_the_same_file(char *why, size_t whylen)
 	long bad;
 	int r;
 
-	r = gfile_open(&g, 0, FLAGS, why, whylen);
+	r = gfile_open(&g, kvm_fd, 0, FLAGS, NPAGES * page, why, whylen);
 	if (r == KSFT_PASS && pwrite(g.fd, (void *)(g.map + 9 * page), page, 2 * page) != page) {
 		snprintf(why, whylen, "pwrite from the file's own unpopulated page: %s",
 			 strerror(errno));
@@ -281,7 +240,7 @@ static int unreadable_source(char *why, size_t whylen)
 	}
 	gmem_fill(src, 0, page, 0x66);
 	mprotect(src + page, page, PROT_NONE);
-	r = gfile_open(&g, 0, FLAGS, why, whylen);
+	r = gfile_open(&g, kvm_fd, 0, FLAGS, NPAGES * page, why, whylen);
 	if (r == KSFT_PASS) {
 		n = pwrite(g.fd, src, 2 * page, 0);
 		if (n != page) {

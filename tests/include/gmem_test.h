@@ -139,6 +139,55 @@ static inline void *gmem_map(int fd, size_t len)
 	return gmem_map_at(fd, 0, len, PROT_READ | PROT_WRITE);
 }
 
+/* A VM and one guest_memfd of it, mapped read-write if it has the MMAP flag. */
+struct gfile {
+	int vm, fd;
+	volatile uint8_t *map;
+	size_t size;
+};
+
+/*
+ * A VM of @type (from /dev/kvm @kvm) and its guest_memfd of @size bytes with
+ * @flags. Returns a KSFT_* code; @why says what failed. gfile_close() after,
+ * whatever it returned.
+ */
+static inline int gfile_open(struct gfile *g, int kvm, unsigned long type,
+			     unsigned long long flags, size_t size, char *why, size_t whylen)
+{
+	void *map;
+
+	*g = (struct gfile){ .vm = -1, .fd = -1, .size = size };
+	g->vm = ioctl(kvm, KVM_CREATE_VM, type);
+	if (g->vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(%lu): %s", type, strerror(errno));
+		return KSFT_FAIL;
+	}
+	g->fd = gmem_create(g->vm, size, flags);
+	if (g->fd < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%#llx): %s", flags, strerror(-g->fd));
+		return KSFT_FAIL;
+	}
+	if (flags & GUEST_MEMFD_FLAG_MMAP) {
+		map = gmem_map(g->fd, size);
+		if (map == MAP_FAILED) {
+			snprintf(why, whylen, "mmap: %s", strerror(errno));
+			return KSFT_FAIL;
+		}
+		g->map = map;
+	}
+	return KSFT_PASS;
+}
+
+static inline void gfile_close(struct gfile *g)
+{
+	if (g->map)
+		munmap((void *)g->map, g->size);
+	if (g->fd >= 0)
+		close(g->fd);
+	if (g->vm >= 0)
+		close(g->vm);
+}
+
 /*
  * The SIGBUS probe: gmem_sigbus() touches one byte with the handler armed
  * and says whether that raised SIGBUS; gmem_read_byte() returns the byte or
