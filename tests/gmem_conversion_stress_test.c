@@ -37,7 +37,6 @@
 #include "gmem_test.h"
 #include "gmem_x86_guest.h"
 
-#define PARAM		"/sys/module/kvm/parameters/gmem_in_place_conversion"
 #define NPAGES		64
 #define FIRST_OWNED	16
 #define NOWNERS		2
@@ -56,30 +55,14 @@ static unsigned int rnd(unsigned int *seed)
 	return *seed >> 8;
 }
 
-static int param_set(const char *v)
-{
-	int fd = open(PARAM, O_WRONLY);
-	int ok;
-
-	if (fd < 0)
-		return -1;
-	ok = write(fd, v, 1) == 1;
-	close(fd);
-	return ok ? 0 : -1;
-}
-
 static void param_off(void)
 {
-	param_set("0");
+	gmem_write_file(GMEM_IN_PLACE_PARAM, "0");
 }
 
 static int set_attrs(long first, long n, uint64_t attrs)
 {
-	struct kvm_memory_attributes2 a = {
-		.offset = first * page, .size = n * page, .attributes = attrs,
-	};
-
-	return ioctl(gmem_fd, KVM_SET_MEMORY_ATTRIBUTES2, &a) ? -errno : 0;
+	return gmem_set_attrs(gmem_fd, first * page, n * page, attrs, NULL);
 }
 
 struct owner {
@@ -311,7 +294,7 @@ int main(int argc, char **argv)
 	vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm.kvm < 0)
 		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
-	if (param_set("1")) {
+	if (!gmem_write_file(GMEM_IN_PLACE_PARAM, "1")) {
 		if (gmem_ours())
 			ksft_exit_fail_msg("no kvm.gmem_in_place_conversion in our modules\n");
 		ksft_exit_skip("no kvm.gmem_in_place_conversion (not our modules)\n");

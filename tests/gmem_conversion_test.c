@@ -30,7 +30,6 @@
 #include "gmem_test.h"
 #include "gmem_x86_guest.h"
 
-#define PARAM		"/sys/module/kvm/parameters/gmem_in_place_conversion"
 /* Only where mm reports dropped references (the mm-shim kernel): src/virt/0025. */
 #define WAIT_PARAM	"/sys/module/kvm/parameters/gmem_conversion_wait_ms"
 #define WAIT_MS		400
@@ -55,34 +54,15 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static bool write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
-	close(fd);
-	return ok;
-}
-
 static bool param_set(bool on)
 {
-	int fd = open(PARAM, O_WRONLY);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = write(fd, on ? "1" : "0", 1) == 1;
-	close(fd);
-	return ok;
+	return gmem_write_file(GMEM_IN_PLACE_PARAM, on ? "1" : "0");
 }
 
 static int param_get(void)
 {
 	char c = 0;
-	int fd = open(PARAM, O_RDONLY);
+	int fd = open(GMEM_IN_PLACE_PARAM, O_RDONLY);
 
 	if (fd < 0)
 		return -1;
@@ -97,7 +77,7 @@ static void param_off(void)
 {
 	param_set(false);
 	if (wait_saved[0])
-		write_file(WAIT_PARAM, wait_saved);
+		gmem_write_file(WAIT_PARAM, wait_saved);
 }
 
 /* An in-place VM's MMAP | INIT_SHARED guest_memfd of @npages, mapped. */
@@ -108,21 +88,10 @@ static int shared_file(struct gfile *g, size_t npages, char *why, size_t whylen)
 			  why, whylen);
 }
 
-/* KVM_SET_MEMORY_ATTRIBUTES2: 0 or -errno; *@err_off gets error_offset. */
-static int set_attrs(int fd, uint64_t off, uint64_t size, uint64_t attrs, uint64_t *err_off)
-{
-	struct kvm_memory_attributes2 a = { .offset = off, .size = size, .attributes = attrs };
-	int r = ioctl(fd, KVM_SET_MEMORY_ATTRIBUTES2, &a);
-
-	if (err_off)
-		*err_off = a.error_offset;
-	return r ? -errno : 0;
-}
-
 static int convert(int fd, size_t first, size_t n, uint64_t attrs, char *why, size_t whylen)
 {
 	uint64_t err_off = 0;
-	int r = set_attrs(fd, first * page, n * page, attrs, &err_off);
+	int r = gmem_set_attrs(fd, first * page, n * page, attrs, &err_off);
 
 	if (r) {
 		snprintf(why, whylen, "KVM_SET_MEMORY_ATTRIBUTES2(pages %zu-%zu, %s): %s, error_offset %#llx",
@@ -389,14 +358,14 @@ static int caps(char *why, size_t whylen)
 		snprintf(why, whylen, "guest_memfd of the VM made with the parameter off: %s", strerror(-fd));
 		goto out;
 	}
-	if ((c = set_attrs(fd, 0, page, PRIVATE, NULL)) != -ENOTTY) {
+	if ((c = gmem_set_attrs(fd, 0, page, PRIVATE, NULL)) != -ENOTTY) {
 		snprintf(why, whylen, "KVM_SET_MEMORY_ATTRIBUTES2 on the VM made with the parameter off: %s, want ENOTTY",
 			 c ? strerror(-c) : "accepted");
 		goto out;
 	}
 	close(fd);
 	fd = gmem_create(vm_default, NPAGES * page, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED);
-	if (fd < 0 || (c = set_attrs(fd, 0, page, PRIVATE, NULL)) != -ENOTTY) {
+	if (fd < 0 || (c = gmem_set_attrs(fd, 0, page, PRIVATE, NULL)) != -ENOTTY) {
 		snprintf(why, whylen, "KVM_SET_MEMORY_ATTRIBUTES2 on a default VM's guest_memfd: %s, want ENOTTY",
 			 fd < 0 ? strerror(-fd) : c ? strerror(-c) : "accepted");
 		goto out;
@@ -437,7 +406,7 @@ static int eagain_until_released(int (*pin)(volatile uint8_t *p, char *why, size
 			r = KSFT_FAIL;
 	}
 	if (r == KSFT_PASS) {
-		e = set_attrs(g.fd, 2 * page, 8 * page, PRIVATE, &err_off);
+		e = gmem_set_attrs(g.fd, 2 * page, 8 * page, PRIVATE, &err_off);
 		if (e != -EAGAIN || err_off != pinned * page) {
 			snprintf(why, whylen, "converting pages 2-9 with page %zu referenced: %s, error_offset %#llx; want EAGAIN, %#lx",
 				 pinned, e ? strerror(-e) : "success", (unsigned long long)err_off,
@@ -582,7 +551,7 @@ static int transient_ref_waited(char *why, size_t whylen)
 	}
 	pthread_create(&thread, NULL, drain_later, &d);
 	t0 = now();
-	e = set_attrs(g.fd, 2 * page, 8 * page, PRIVATE, &err_off);
+	e = gmem_set_attrs(g.fd, 2 * page, 8 * page, PRIVATE, &err_off);
 	ms = (now() - t0) * 1000;
 	pthread_join(thread, NULL);
 	if (waits && (e || ms < DRAIN_MS * 0.8)) {
@@ -914,7 +883,7 @@ int main(void)
 		}
 		wait_saved[len] = 0;
 		snprintf(ms, sizeof(ms), "%d", WAIT_MS);
-		write_file(WAIT_PARAM, ms);
+		gmem_write_file(WAIT_PARAM, ms);
 	} else if (!access(WAIT_PARAM, F_OK)) {
 		ksft_print_msg("kvm.gmem_conversion_wait_ms on a kernel without mm's reports\n");
 		exit(KSFT_FAIL);

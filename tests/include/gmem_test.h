@@ -139,6 +139,37 @@ static inline void *gmem_map(int fd, size_t len)
 	return gmem_map_at(fd, 0, len, PROT_READ | PROT_WRITE);
 }
 
+/* kvm.ko's in-place conversion switch (src/virt/0024): only our modules have it. */
+#define GMEM_IN_PLACE_PARAM	"/sys/module/kvm/parameters/gmem_in_place_conversion"
+
+/* Write @s to the sysfs file @path: false if it cannot be opened or written. */
+static inline bool gmem_write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok;
+}
+
+/*
+ * KVM_SET_MEMORY_ATTRIBUTES2 on guest_memfd @fd (provisional, src/virt/0024):
+ * 0 or -errno; *@err_off, if given, gets error_offset.
+ */
+static inline int gmem_set_attrs(int fd, uint64_t off, uint64_t size, uint64_t attrs,
+				 uint64_t *err_off)
+{
+	struct kvm_memory_attributes2 a = { .offset = off, .size = size, .attributes = attrs };
+	int r = ioctl(fd, KVM_SET_MEMORY_ATTRIBUTES2, &a);
+
+	if (err_off)
+		*err_off = a.error_offset;
+	return r ? -errno : 0;
+}
+
 /* A VM and one guest_memfd of it, mapped read-write if it has the MMAP flag. */
 struct gfile {
 	int vm, fd;
