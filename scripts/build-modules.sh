@@ -27,12 +27,19 @@ put=n
 grep -qw guestmem_put_notify_begin "$kdir/Module.symvers" && put=y
 mpol=n
 grep -qw mpol_set_shared_policy "$kdir/Module.symvers" && mpol=y
-printf 'KVM_GMEM_MM_HOOK := %s\nKVM_GMEM_MM_PUT_NOTIFY := %s\nKVM_GMEM_MM_MPOL := %s\n' \
-	"$hook" "$put" "$mpol" > "$obj/target.mk.new"
+# GUEST_MEMFD_FLAG_NO_DIRECT_MAP needs all three (mm-shim 0007).
+ndm=n
+grep -qw set_direct_map_invalid_noflush "$kdir/Module.symvers" &&
+	grep -qw flush_tlb_kernel_range "$kdir/Module.symvers" &&
+	grep -qw guestmem_no_direct_map_get "$kdir/Module.symvers" && ndm=y
+# KVM_GMEM_NO_DIRECT_MAP=n builds without it anyway (check-mutants.sh).
+[ "${KVM_GMEM_NO_DIRECT_MAP:-}" != n ] || ndm=n
+printf 'KVM_GMEM_MM_HOOK := %s\nKVM_GMEM_MM_PUT_NOTIFY := %s\nKVM_GMEM_MM_MPOL := %s\nKVM_GMEM_MM_NO_DIRECT_MAP := %s\n' \
+	"$hook" "$put" "$mpol" "$ndm" > "$obj/target.mk.new"
 cmp -s "$obj/target.mk.new" "$obj/target.mk" 2>/dev/null &&
 	rm "$obj/target.mk.new" || mv "$obj/target.mk.new" "$obj/target.mk"
 
-step "building modules for $kver (mm hook: $hook, put notify: $put, mm shared policy: $mpol)"
+step "building modules for $kver (mm hook: $hook, put notify: $put, mm shared policy: $mpol, no direct map: $ndm)"
 make -C "$kdir" M="$obj" -j"$(nproc)" ${V:+V=$V} modules
 step "built: $(cd "$obj" && ls -1 kvm.ko kvm-amd.ko kvm-intel.ko | tr '\n' ' ')"
 "$top/scripts/check-crc.sh" "$obj/Module.symvers" "$kdir/Module.symvers"

@@ -64,14 +64,22 @@ cat "$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config" > "$
 
 # configured_objs OBJ...: those OBJs the arm64 config builds. An object
 # that its Makefile puts under a CONFIG_ the arm64 kernel does not set (e.g.
-# mm/mempolicy.o, CONFIG_NUMA) does not compile there; the shim tier's x86
-# kernel (CONFIG_NUMA=y) builds it with the whole series.
+# mm/mempolicy.o, CONFIG_NUMA) does not compile there, nor does another
+# architecture's (arch/x86/mm/tlb.o); the shim tier's x86 kernel
+# (CONFIG_NUMA=y) builds them with the whole series.
 configured_objs() {
 	local obj sym
 	make -s -C "$arm64/src" O="$arm64/build" "${cross[@]}" \
 		KCONFIG_ALLCONFIG="$arm64/fragments.config" allnoconfig > "$work/arm64-config.log" 2>&1 ||
 		{ cat "$work/arm64-config.log"; die "arm64 config failed"; }
 	for obj in "$@"; do
+		case "$obj" in
+		arch/arm64/*) ;;
+		arch/*)
+			step "  $obj: another architecture's; the shim tier's kernel builds it" >&2
+			continue
+			;;
+		esac
 		sym=$(sed -n "s/^obj-\\\$(\(CONFIG_[A-Z0-9_]*\))[[:space:]]*+=.*\<$(basename "$obj")\>.*/\1/p" \
 			"$arm64/src/$(dirname "$obj")/Makefile" | head -n 1)
 		if [ -n "$sym" ] && ! grep -q "^$sym=y" "$arm64/build/.config"; then
