@@ -2,12 +2,21 @@
 # make deb: build kvm-gmem-dkms_<VERSION>_all.deb (dh-dkms) into build/deb/.
 # The package is built from a copy of the work tree in build/deb/src, so
 # dpkg-buildpackage's files never land in the clone.
+#   build-deb.sh                      the package at VERSION
+#   build-deb.sh --upgrade VERSION2   the same package at VERSION2 (its copy's
+#                                     VERSION, dkms.conf and changelog say so),
+#                                     into build/deb-upgrade/: the dkms tier
+#                                     installs it over the first
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 version=$(cat "$top/VERSION")
 out="$top/build/deb"
+if [ "${1:-}" = --upgrade ]; then
+	version=${2:?usage: $0 [--upgrade VERSION]}
+	out="$top/build/deb-upgrade"
+fi
 deb="$out/kvm-gmem-dkms_${version}_all.deb"
 # Also reached from qemu/test-tier.sh dkms, not only from make deb.
 "$top/scripts/install-deps.sh" deb
@@ -21,6 +30,20 @@ mkdir -p "$src/src"
 # What debian/rules installs, plus debian/ and what rules reads.
 cp -a "$top"/{Makefile,Kbuild,VERSION,dkms.conf,scripts,debian} "$src/"
 cp -a "$top"/src/{series,virt,arch} "$src/src/"
+if [ "$version" != "$(cat "$top/VERSION")" ]; then
+	echo "$version" > "$src/VERSION"
+	"$src/scripts/gen-dkms-conf.sh" "$src/dkms.conf"
+	{
+		echo "kvm-gmem ($version) bookworm; urgency=medium"
+		echo
+		echo "  * Test upgrade: the package at $(cat "$top/VERSION"), renumbered."
+		echo
+		echo " -- kvm-gmem developers <kvm-gmem@example.invalid>  $(date -R -u -d @"$(stat -c %Y "$top/VERSION")")"
+		echo
+		cat "$top/debian/changelog"
+	} > "$src/debian/changelog"
+	"$src/scripts/check-packaging.sh" >&2
+fi
 (cd "$src" && dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1 ||
 	{ tail -n 20 "$out/build.log" >&2; die "dpkg-buildpackage failed: see $out/build.log"; }
 mv "$out/src/"*.deb "$out/src/"*.changes "$out/src/"*.buildinfo "$out/"

@@ -11,6 +11,9 @@
 #   /share/modules/kvm-gmem-dkms_*.deb   our package: dpkg -i, dkms builds and
 #                                  installs, modprobe loads it; removed after the
 #                                  tests (dkms-remove.tap) and the stock kvm checked
+#   /share/tests/kvm-gmem-dkms_*.deb   (dkms mode) the same package at a higher
+#                                  version: installed over the first before kvm
+#                                  is loaded (the upgrade path)
 #   /share/tests/list              one test per line: NAME [TIMEOUT_SECONDS [exit-status] [PARAM=VALUE...]]
 #                                  (PARAMs: kvm module parameters set for that test only;
 #                                  exit-status: the program prints no TAP, its exit status
@@ -55,9 +58,12 @@ load_ours() {
 	insmod "$file"
 }
 
-# dkms mode: the package to install, and the MOK key we make for dkms to sign with.
+# dkms mode: the package to install, the one to upgrade to, and the MOK key
+# we make for dkms to sign with. dkms_version: the version installed.
 dkms_deb=$(find "$mods" -maxdepth 1 -name 'kvm-gmem-dkms_*.deb' | head -n 1)
+dkms_upgrade_deb=$(find "$share/tests" -maxdepth 1 -name 'kvm-gmem-dkms_*.deb' | head -n 1)
 dkms_key_cn="kvm-gmem test dkms key"
+dkms_version=
 
 # load_vendor NAME (kvm_amd or kvm_intel)
 load_vendor() {
@@ -120,6 +126,10 @@ dkms_install() {
 	else
 		tap_line "not ok" "kvm.ko signer '${signer:-none}', expected '$dkms_key_cn'"
 	fi
+	dkms_version=$version
+	# Before anything is loaded, while the build has both vCPUs (below).
+	[[ -z "$dkms_upgrade_deb" ]] || dkms_upgrade "$dkms_upgrade_deb"
+	version=$dkms_version
 	# Under multi-threaded TCG (kvm_gmem.mttcg on the command line, the
 	# dkms tier's build) the other vCPUs go offline before anything patches
 	# kernel text: QEMU 7.2 can run stale code on another vCPU after a
@@ -141,6 +151,47 @@ dkms_install() {
 	fi
 }
 
+# dkms_upgrade DEB: install the package at a higher version over the one
+# installed: dkms must remove the old modules and build and install the new
+# ones, and modprobe must find those. Sets dkms_version.
+dkms_upgrade() {
+	local deb=$1 old=$dkms_version new kver t0 status file have
+	kver=$(uname -r)
+	new=$(dpkg-deb -f "$deb" Version)
+	have=$(modinfo -F version kvm 2>/dev/null || true)
+	note "upgrade: $old -> $new (modprobe's kvm is version ${have:-none})"
+	progress "dpkg -i $(basename "$deb"): the upgrade, dkms builds again"
+	t0=$SECONDS
+	if DEBIAN_FRONTEND=noninteractive dpkg -i "$deb" >"$results/dkms-upgrade.log" 2>&1; then
+		tap_line ok "upgrade: dpkg -i $(basename "$deb") over $old"
+	else
+		tap_line "not ok" "upgrade: dpkg -i $(basename "$deb") over $old (see dkms-upgrade.log)"
+	fi
+	echo "# time: upgrade, dkms build + install (dpkg -i): $((SECONDS - t0)) s" >>"$tap"
+	progress "the upgrade took $((SECONDS - t0)) s"
+	status=$(dkms status kvm-gmem 2>&1 | grep -v '^readelf: Warning' || true)
+	note "dkms status: ${status:-(empty)}"
+	if grep -q "^kvm-gmem/$new, $kver, [^:]*: installed" <<<"$status" &&
+	   ! grep -q "^kvm-gmem/$old[,:]" <<<"$status"; then
+		tap_line ok "upgrade: dkms status has kvm-gmem/$new installed and no $old"
+	else
+		tap_line "not ok" "upgrade: dkms status, want only kvm-gmem/$new installed: ${status//$'\n'/; }"
+	fi
+	file=$(modinfo -F filename kvm 2>/dev/null || true)
+	have=$(modinfo -F version kvm 2>/dev/null || true)
+	if [[ "$file" == /lib/modules/$kver/updates/dkms/* && "$have" == "$new" ]]; then
+		tap_line ok "upgrade: modprobe resolves kvm to $file, version $have"
+	else
+		tap_line "not ok" "upgrade: modprobe resolves kvm to ${file:-nothing}, version ${have:-none}, want $new in updates/dkms/"
+	fi
+	if [[ "$(dpkg-query -W -f '${Version}' kvm-gmem-dkms 2>/dev/null)" == "$new" ]]; then
+		tap_line ok "upgrade: dpkg has kvm-gmem-dkms $new"
+	else
+		tap_line "not ok" "upgrade: dpkg has kvm-gmem-dkms $(dpkg-query -W -f '${Version}' kvm-gmem-dkms 2>/dev/null), want $new"
+	fi
+	dkms_version=$new
+}
+
 # dkms_remove: purge the package, check dkms and the modules tree forget it
 # and that modprobe loads Debian's kvm again. TAP in dkms-remove.tap.
 dkms_remove() {
@@ -154,12 +205,13 @@ dkms_remove() {
 	done
 	if [[ ! -d /sys/module/kvm ]]; then tap_line ok "kvm unloaded"; else tap_line "not ok" "kvm still loaded"; fi
 	t0=$SECONDS
-	if DEBIAN_FRONTEND=noninteractive dpkg --purge kvm-gmem-dkms >"$results/dkms-remove.log" 2>&1; then
-		tap_line ok "dpkg --purge kvm-gmem-dkms"
+	# What apt remove does; the purge (conffiles only) comes at the end.
+	if DEBIAN_FRONTEND=noninteractive dpkg --remove kvm-gmem-dkms >"$results/dkms-remove.log" 2>&1; then
+		tap_line ok "dpkg --remove kvm-gmem-dkms"
 	else
-		tap_line "not ok" "dpkg --purge kvm-gmem-dkms (see dkms-remove.log)"
+		tap_line "not ok" "dpkg --remove kvm-gmem-dkms (see dkms-remove.log)"
 	fi
-	echo "# time: dkms remove (dpkg --purge): $((SECONDS - t0)) s" >>"$tap"
+	echo "# time: dkms remove (dpkg --remove): $((SECONDS - t0)) s" >>"$tap"
 	status=$(dkms status kvm-gmem 2>&1 | grep -v '^readelf: Warning' || true)
 	if [[ -z "$status" ]]; then tap_line ok "dkms status: empty"; else tap_line "not ok" "dkms status after removal: $status"; fi
 	# dkms may have removed updates/ altogether.
@@ -180,6 +232,12 @@ dkms_remove() {
 		tap_line ok "stock kvm loaded (no /sys/module/kvm/version)"
 	else
 		tap_line "not ok" "after removal kvm is $( [[ -d /sys/module/kvm ]] && echo "version $(cat /sys/module/kvm/version)" || echo "not loaded")"
+	fi
+	if DEBIAN_FRONTEND=noninteractive dpkg --purge kvm-gmem-dkms >>"$results/dkms-remove.log" 2>&1 &&
+	   ! dpkg-query -W kvm-gmem-dkms >/dev/null 2>&1; then
+		tap_line ok "dpkg --purge kvm-gmem-dkms: no trace left in dpkg"
+	else
+		tap_line "not ok" "dpkg --purge kvm-gmem-dkms (see dkms-remove.log)"
 	fi
 	echo "1..$n" >>"$tap"
 }
@@ -229,7 +287,7 @@ if [[ -f "$mods/BUILTIN" ]]; then
 elif has_flag svm; then
 	if load_vendor kvm_amd; then tap_line ok "load kvm_amd"; else tap_line "not ok" "load kvm_amd"; fi
 	if [[ -n "$dkms_deb" ]]; then
-		version=$(dpkg-deb -f "$dkms_deb" Version)
+		version=$dkms_version
 		have=$(cat /sys/module/kvm_amd/version 2>/dev/null || echo none)
 		if [[ "$have" == "$version" ]]; then tap_line ok "loaded kvm_amd is the package's (version $have)"
 		else tap_line "not ok" "loaded kvm_amd version $have, expected $version"; fi
