@@ -33,6 +33,7 @@ stage="$top/build/stage/$tier"
 args=(--tier "$tier" --results "$results" --expect "$top/tests/expect/$tier")
 lists=("$top/tests/list")
 timeout=${QEMU_TIMEOUT:-900}
+extra=()	# files staged next to the tests
 
 case "$tier" in
 stock|debian)
@@ -59,16 +60,32 @@ arm64)
 shim)
 	kdir=$("$top/scripts/build-kernel.sh")
 	kver=$(cat "$kdir/kver")
-	"$top/scripts/build-modules.sh" "$kver" "$kdir/build" > "$top/build/modules-$kver.log" 2>&1 ||
+	obj=${BUILD_OBJ:-$top/build/obj/$kver}
+	BUILD_OBJ=$obj "$top/scripts/build-modules.sh" "$kver" "$kdir/build" > "$top/build/modules-$kver.log" 2>&1 ||
 		die "module build against the shim kernel failed: see build/modules-$kver.log"
-	grep -q 'KVM_GMEM_MM_HOOK := y' "$top/build/obj/$kver/target.mk" ||
+	grep -q 'KVM_GMEM_MM_HOOK := y' "$obj/target.mk" ||
 		die "the shim kernel does not export the guestmem hook"
-	args+=(--kernel "$kdir" --modules "$top/build/obj/$kver" --initrd none)
+	# gmem_ndm_test's test-only direct map probe, for this kernel only.
+	kmod="$top/build/tests-kmod"
+	rm -rf "$kmod"
+	mkdir -p "$kmod/include"
+	cp "$top"/tests/kmod/* "$kmod/"
+	cp "$top/tests/include/gmem_dmap_probe.h" "$kmod/include/"
+	make -C "$kdir/build" M="$kmod" modules > "$top/build/tests-kmod.log" 2>&1 ||
+		die "the test module build failed: see build/tests-kmod.log"
+	extra+=("$kmod/gmem_dmap_probe.ko")
+	args+=(--kernel "$kdir" --modules "$obj" --initrd none)
 	;;
 dkms)
 	"$top/scripts/build-deb.sh" > "$top/build/deb.log" 2>&1 ||
 		die "make deb failed: see build/deb.log"
 	deb="$top/build/deb/kvm-gmem-dkms_$(cat "$top/VERSION")_all.deb"
+	# The same package at a higher version, installed over the first in
+	# the guest (the upgrade path; run.sh finds it next to the tests).
+	upgrade="$(cat "$top/VERSION")+upgrade1"
+	"$top/scripts/build-deb.sh" --upgrade "$upgrade" > "$top/build/deb-upgrade.log" 2>&1 ||
+		die "the upgrade package failed to build: see build/deb-upgrade.log"
+	extra+=("$top/build/deb-upgrade/kvm-gmem-dkms_${upgrade}_all.deb")
 	stock=$("$here/stock-kernel.sh")
 	# The same vmlinuz, but without the host's read-only /lib/modules share:
 	# dkms installs into the image's own /lib/modules and runs depmod there.
@@ -112,6 +129,7 @@ if [ -n "${ONLY:-}" ] && [ ${#lists[@]} -gt 0 ]; then
 	lists=("$only")
 fi
 [ ${#lists[@]} -eq 0 ] || "$top/scripts/stage-tests.sh" "$stage" "${lists[@]}"
+[ ${#lists[@]} -eq 0 ] || [ ${#extra[@]} -eq 0 ] || cp "${extra[@]}" "$stage/"
 if { [ "${REGRESSION:-1}" = 0 ] || [ -n "${ONLY:-}" ]; } && [ -f "$stage/list" ]; then
 	# A subset of the tier's programs: only their rules apply.
 	awk 'NR == FNR { if ($1 !~ /^#/ && NF) ran[$1] = 1; next }

@@ -32,6 +32,10 @@
  * created under: flipping the parameter changes neither an existing
  * guest_memfd nor a VM's cap 239 nor the guest_memfds that VM creates later.
  * Skips (exit 4) with modules that lack KVM_CAP_GUEST_MEMFD_FLAGS.
+ *
+ * Where kvm.ko was built with GUEST_MEMFD_FLAG_NO_DIRECT_MAP (the mm-shim
+ * kernel; its debugfs counters show it), every FLAGS cap above has that bit
+ * too, but a SW_PROTECTED VM's under v7 (gmem_ndm_test checks the flag).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -66,6 +70,8 @@
 
 static int kvm_fd;
 static long page;
+/* GUEST_MEMFD_FLAG_NO_DIRECT_MAP where kvm.ko has it, else 0. */
+static unsigned long long ndm;
 static sigjmp_buf sigbus_jmp;
 
 static void on_sigbus(int sig)
@@ -375,16 +381,16 @@ static void run_abi(bool mainline, bool have_swprot)
 	set_mainline(mainline);
 
 	snprintf(who, sizeof(who), "%s /dev/kvm", abi);
-	check_flags_cap(kvm_fd, who, MMAP | INIT | WRITE);
+	check_flags_cap(kvm_fd, who, MMAP | INIT | WRITE | ndm);
 	check_v7_cap(kvm_fd, who, !mainline);
 
 	snprintf(who, sizeof(who), "%s default VM", abi);
 	vm = create_vm(0);
-	check_flags_cap(vm, who, MMAP | INIT | WRITE);
+	check_flags_cap(vm, who, MMAP | INIT | WRITE | ndm);
 	check_gmem_cap(vm, who);
 	check_v7_cap(vm, who, 0);
 	check_v7_cap_not_enabled(vm, who);
-	check_bad_flags(vm, who, MMAP | INIT | WRITE);
+	check_bad_flags(vm, who, MMAP | INIT | WRITE | ndm);
 	check_file(vm, who, 0, &not_mappable);
 	check_file(vm, who, INIT, &not_mappable);
 	check_file(vm, who, MMAP, &private);
@@ -403,11 +409,11 @@ static void run_abi(bool mainline, bool have_swprot)
 		return;
 	}
 	vm = create_vm(KVM_X86_SW_PROTECTED_VM);
-	check_flags_cap(vm, who, MMAP);
+	check_flags_cap(vm, who, MMAP | (mainline ? ndm : 0));
 	check_gmem_cap(vm, who);
 	check_v7_cap(vm, who, !mainline);
 	check_v7_cap_not_enabled(vm, who);
-	check_bad_flags(vm, who, MMAP);
+	check_bad_flags(vm, who, MMAP | (mainline ? ndm : 0));
 	check_file(vm, who, 0, mainline ? &not_mappable : &shared);
 	check_file(vm, who, MMAP, mainline ? &private : &shared);
 	close(vm);
@@ -470,6 +476,8 @@ int main(void)
 		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
 	if (ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_GUEST_MEMFD_FLAGS) <= 0)
 		ksft_exit_skip("KVM_CAP_GUEST_MEMFD_FLAGS not supported (not our modules)\n");
+	if (gmem_counter(GMEM_DEBUGFS "/kvm/gmem_ndm_flushes") >= 0)
+		ndm = GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
 	fd = open(PARAM, O_RDONLY);
 	if (fd < 0 || read(fd, &cur, 1) != 1)
 		ksft_exit_skip("no %s\n", PARAM);

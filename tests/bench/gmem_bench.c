@@ -40,6 +40,17 @@
  *                             private: us from the drain to the converted
  *                             range, and ioctls made; one call letting the
  *                             kernel wait (mm-shim) vs a 1 ms retry loop
+ *   ndm_{first_touch,fallocate[_touch],write}  a guest_memfd out of the direct map
+ *                             (GUEST_MEMFD_FLAG_NO_DIRECT_MAP, mm-shim kernel:
+ *                             make bench TIER=shim): first touch as
+ *                             fault_seq_1t, population with fallocate()
+ *                             (alone, and followed by a first touch of every
+ *                             page) and with one pwrite() of the whole file,
+ *                             pages/s;
+ *                             plain MMAP|INIT_SHARED guest_memfd (the ref) vs
+ *                             our batched flush (gmem_ndm) vs upstream's
+ *                             flush per folio (gmem_ndm_upstream,
+ *                             kvm.gmem_ndm_batch=0)
  *   footprint_{memavail,shmem,unevictable}  a VM of G bytes whose memory is
  *                             written by the VMM through its mapping and
  *                             partly by the vCPU: the drop of MemAvailable
@@ -78,6 +89,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <linux/mempolicy.h>
 
@@ -94,7 +106,13 @@
 #define GUEST_MEMFD_FLAG_MMAP		(1ULL << 0)
 #define GUEST_MEMFD_FLAG_INIT_SHARED	(1ULL << 1)
 #endif
+/* Provisional numbers (src/virt/0023, 0026; README). */
+#ifndef GUEST_MEMFD_FLAG_WRITE
+#define GUEST_MEMFD_FLAG_NO_DIRECT_MAP	(1ULL << 2)
+#define GUEST_MEMFD_FLAG_WRITE		(1ULL << 3)
+#endif
 #define IN_PLACE_PARAM	"/sys/module/kvm/parameters/gmem_in_place_conversion"
+#define NDM_BATCH_PARAM	"/sys/module/kvm/parameters/gmem_ndm_batch"
 
 #define PAGE		4096UL
 #define MAX_METRICS	4
@@ -118,12 +136,14 @@ static long convert_rounds = 2;
 /*
  * GMEM_INPLACE: a SW_PROTECTED VM converting in place (MMAP|INIT_SHARED);
  * GMEM_INPLACE_RETRY: the same, converted by a user-space retry loop.
+ * GMEM_NDM: a default VM's guest_memfd with NO_DIRECT_MAP (and WRITE), our
+ * batched flush; GMEM_NDM_UPSTREAM: the same with a flush per folio.
  */
 enum mem { ANON, MEMFD, GMEM, GMEM_SWP, GMEM_BIND_LOCAL, GMEM_BIND_REMOTE, GMEM_INPLACE,
-	   GMEM_INPLACE_RETRY };
+	   GMEM_INPLACE_RETRY, GMEM_NDM, GMEM_NDM_UPSTREAM };
 static const char *const mem_name[] = { "anon", "memfd", "gmem", "gmem_swprot",
 					"gmem_bind_local", "gmem_bind_remote", "gmem_inplace",
-					"gmem_inplace_retry" };
+					"gmem_inplace_retry", "gmem_ndm", "gmem_ndm_upstream" };
 
 struct bench_case;
 typedef int (*case_fn)(const struct bench_case *c, double *v, char *why, size_t whylen);
@@ -182,10 +202,23 @@ static int in_place_param(bool on)
 	return ret;
 }
 
+/* kvm.gmem_ndm_batch = @s: 0, or -1 where the modules lack it. */
+static int ndm_batch_param(const char *s)
+{
+	int fd = open(NDM_BATCH_PARAM, O_WRONLY);
+	int ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, s, strlen(s)) == (ssize_t)strlen(s) ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
 /* Only the VM and the file, no mapping. KVM VM type: 0 or SW_PROTECTED. */
 static int region_file(struct region *r, enum mem mem, size_t len, char *why, size_t whylen)
 {
-	const unsigned long long want = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
+	unsigned long long want = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
 	struct kvm_create_guest_memfd gm = { .size = len };
 	int types;
 
@@ -215,12 +248,24 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 		in_place_param(false);
 		gm.flags = want;
 	} else if (mem != GMEM_SWP) {
-		if ((kvm_cap(r->kvm, KVM_CAP_GUEST_MEMFD_FLAGS) & want) != want) {
+		unsigned long long caps = kvm_cap(r->kvm, KVM_CAP_GUEST_MEMFD_FLAGS);
+
+		if (mem == GMEM_NDM || mem == GMEM_NDM_UPSTREAM) {
+			want |= GUEST_MEMFD_FLAG_NO_DIRECT_MAP | GUEST_MEMFD_FLAG_WRITE;
+			/* The batch is read at each allocation: it holds for the case. */
+			if ((caps & want) != want ||
+			    ndm_batch_param(mem == GMEM_NDM_UPSTREAM ? "0" : "64")) {
+				snprintf(why, whylen, "no GUEST_MEMFD_FLAG_NO_DIRECT_MAP");
+				return RES_NA;
+			}
+		}
+		if ((caps & want) != want) {
 			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP|INIT_SHARED");
 			return RES_NA;
 		}
 		r->vm = ioctl(r->kvm, KVM_CREATE_VM, 0);
-		gm.flags = want;
+		/* write() where offered: the population cases use it. */
+		gm.flags = want | (caps & GUEST_MEMFD_FLAG_WRITE);
 	} else {
 		types = kvm_cap(r->kvm, KVM_CAP_VM_TYPES);
 		if (kvm_cap(r->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0 ||
@@ -376,6 +421,52 @@ static int case_fault(const struct bench_case *c, double *v, char *why, size_t w
 		pthread_join(t[i].thread, NULL);
 	t1 = now();
 	v[0] = per * c->threads / (t1 - t0);
+	return RES_OK;
+}
+
+/*
+ * Population of a fresh file: fallocate() (order 0), one pwrite() of the
+ * whole file from a populated buffer (order 1), or fallocate() and then a
+ * first touch of every page through a mapping (order 2: a plain guest_memfd
+ * zeroes its pages at the first fault, one out of the direct map at
+ * fallocate(), so only this compares the whole work), pages/s.
+ */
+static int case_populate(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	long n = fault_pages;
+	char *src = NULL;
+	struct region r;
+	double t0, t1;
+	int ret;
+
+	ret = region_file(&r, c->mem, n * PAGE, why, whylen);
+	if (ret)
+		return ret;
+	if (c->order == 1) {
+		src = malloc(n * PAGE);
+		if (!src) {
+			snprintf(why, whylen, "out of memory");
+			return RES_ERR;
+		}
+		memset(src, 0x5a, n * PAGE);
+	}
+	t0 = now();
+	if (c->order == 1)
+		ret = pwrite(r.fd, src, n * PAGE, 0) == (ssize_t)(n * PAGE) ? 0 : -1;
+	else
+		ret = fallocate(r.fd, FALLOC_FL_KEEP_SIZE, 0, n * PAGE);
+	if (!ret && c->order == 2) {
+		ret = region_map(&r, why, whylen);
+		if (ret)
+			return ret;
+		write_pass(r.p, n);
+	}
+	t1 = now();
+	if (ret) {
+		snprintf(why, whylen, "%s: %s", c->order == 1 ? "pwrite" : "fallocate", strerror(errno));
+		return errno == EINVAL && c->order == 1 ? RES_NA : RES_ERR;
+	}
+	v[0] = n / (t1 - t0);
 	return RES_OK;
 }
 
@@ -1027,6 +1118,10 @@ out:
 #define VCPU(m) { "vcpu", m, "anon", PPS, case_vcpu, 0, 1, 2, { "_first", "_retouch" } }
 #define FOOT(m) { "footprint", m, "guest", "x guest", case_footprint, 0, 1, 3, \
 		  { "_memavail", "_shmem", "_unevictable" } }
+#define NDM(name, fn, ord) \
+	{ name, GMEM, "gmem", PPS, fn, ord, 1, 1, { "" } }, \
+	{ name, GMEM_NDM, "gmem", PPS, fn, ord, 1, 1, { "" } }, \
+	{ name, GMEM_NDM_UPSTREAM, "gmem", PPS, fn, ord, 1, 1, { "" } }
 
 static const struct bench_case cases[] = {
 	FAULT("fault_seq_1t", 0, 1),
@@ -1044,6 +1139,10 @@ static const struct bench_case cases[] = {
 	{ "punch_cycle", MEMFD, "memfd", PPS, case_punch, 0, 1, 1, { "" } },
 	VCPU(ANON), VCPU(MEMFD), VCPU(GMEM), VCPU(GMEM_SWP),
 	NUMA(GMEM), NUMA(GMEM_BIND_LOCAL), NUMA(GMEM_BIND_REMOTE),
+	NDM("ndm_first_touch", case_fault, 0),
+	NDM("ndm_fallocate", case_populate, 0),
+	NDM("ndm_fallocate_touch", case_populate, 2),
+	NDM("ndm_write", case_populate, 1),
 	FOOT(GMEM), FOOT(MEMFD), FOOT(ANON), FOOT(GMEM_INPLACE),
 	{ "convert_transient", GMEM_INPLACE, "gmem_inplace_retry", "us", case_transient, 0, 1, 2,
 	  { "_latency", "_ioctls" } },
@@ -1339,6 +1438,12 @@ int main(int argc, char **argv)
 	out("meta,modules,%s\n", f ? "ours" : "stock");
 	out("meta,kvm_version,%s\n", line);
 	out("meta,reps,%d\n", reps);
+	{
+		struct utsname u;
+
+		if (!uname(&u))
+			out("meta,kernel,%s\n", u.release);
+	}
 	out("meta,fault_pages,%ld\n", fault_pages);
 	out("meta,punch_pages,%ld\nmeta,punch_cycles,%ld\n", punch_pages, punch_cycles);
 	out("meta,vcpu_pages,%ld\nmeta,vcpu_retouch_passes,%ld\n", vcpu_pages, vcpu_passes);

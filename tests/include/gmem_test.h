@@ -61,6 +61,10 @@
 #ifndef GUEST_MEMFD_FLAG_WRITE
 #define GUEST_MEMFD_FLAG_WRITE		(1ULL << 3)
 #endif
+/* Provisional (the proposed direct map removal series): src/virt/0026, README. */
+#ifndef GUEST_MEMFD_FLAG_NO_DIRECT_MAP
+#define GUEST_MEMFD_FLAG_NO_DIRECT_MAP	(1ULL << 2)
+#endif
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif

@@ -1,0 +1,748 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_ndm_test: GUEST_MEMFD_FLAG_NO_DIRECT_MAP (provisional number;
+ * src/virt/0026, mm-shim 0007). A page of such a guest_memfd is out of the
+ * kernel's direct map once anyone can reach it, on every CPU, and back in it
+ * once it is freed; population costs one TLB flush per batch, not per page;
+ * GUP refuses the memory with a clean errno; a vCPU runs on it; a module
+ * unload right after the last file closed leaves no page out of the direct
+ * map. A plain guest_memfd is the control: its pages are in the direct map
+ * and GUP takes them, so the checks can tell the two apart.
+ *
+ * Where KVM_CAP_GUEST_MEMFD_FLAGS lacks the flag (Debian's kernel: no
+ * exports for it), creating a file with it must fail with EINVAL, and the
+ * other cases SKIP: the tier's expected list says where that is allowed.
+ *
+ * The direct map is read by tests/kmod/gmem_dmap_probe.ko, which the shim
+ * tier stages next to this program. Unloads and reloads the modules: run it
+ * with the last tests.
+ */
+#include <linux/falloc.h>
+#include <sys/uio.h>
+
+#include "gmem_test.h"
+#include "gmem_x86_guest.h"
+#include "gmem_dmap_probe.h"
+
+#define NDM		GUEST_MEMFD_FLAG_NO_DIRECT_MAP
+#define SHARED		(GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED)
+#define NPAGES		16
+/* More than one default batch (64) and less than two. */
+#define POP_PAGES	96
+#define PROBE_KO	"/share/tests/gmem_dmap_probe.ko"
+#define NDM_FLUSHES	GMEM_DEBUGFS "/kvm/gmem_ndm_flushes"
+#define NDM_BATCH_PARAM	"/sys/module/kvm/parameters/gmem_ndm_batch"
+
+static long page;
+static int kvm_fd;
+static int probe_fd = -1;
+static bool offered;
+
+static const char not_offered[] =
+	"GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)";
+
+/*
+ * The direct map state of page @off of guest_memfd @fd, or with @fd < 0 of
+ * *@pfn; *@pfn gets the page's pfn. 0 or -errno (-ENOENT: no page there).
+ */
+static int probe(int fd, long off, uint64_t *pfn, struct gmem_dmap_probe *p)
+{
+	*p = (struct gmem_dmap_probe){ .fd = fd, .offset = off, .pfn = fd < 0 ? *pfn : 0 };
+	if (ioctl(probe_fd, GMEM_DMAP_PROBE, p))
+		return -errno;
+	*pfn = p->pfn;
+	return 0;
+}
+
+/* Is the page gone from the direct map: no entry, no CPU can read it? */
+static bool probe_says_absent(const struct gmem_dmap_probe *p)
+{
+	return !p->present && !p->readable_cpus;
+}
+
+static bool probe_says_present(const struct gmem_dmap_probe *p)
+{
+	return p->present && p->readable_cpus == p->nr_cpus;
+}
+
+/* What the cases that need the flag and the probe return first. */
+static int need_flag_and_probe(char *why, size_t whylen)
+{
+	if (!offered) {
+		snprintf(why, whylen, "%s", not_offered);
+		return KSFT_SKIP;
+	}
+	if (probe_fd < 0) {
+		snprintf(why, whylen, "%s missing or not loadable: the shim tier stages it", PROBE_KO);
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
+/*
+ * A new VM of @type creates a guest_memfd with the flag if its
+ * KVM_CAP_GUEST_MEMFD_FLAGS has it, else fails with EINVAL. *@has says which.
+ * @abi names the ABI for the message.
+ */
+static int create_as_offered(unsigned long type, const char *abi, bool *has,
+			     char *why, size_t whylen)
+{
+	unsigned long long flags = type ? NDM : NDM | SHARED;
+	int vm = ioctl(kvm_fd, KVM_CREATE_VM, type);
+	int fd, r = KSFT_PASS;
+
+	*has = false;
+	if (vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(%lu): %s", type, strerror(errno));
+		return KSFT_FAIL;
+	}
+	*has = gmem_has_flags(vm, NDM);
+	fd = gmem_create(vm, NPAGES * page, flags);
+	if (*has ? fd < 0 : fd != -EINVAL) {
+		snprintf(why, whylen, "VM type %lu (%s) %s the flag, but creating %#llx: %s",
+			 type, abi, *has ? "offers" : "lacks", flags,
+			 fd < 0 ? strerror(-fd) : "worked, want EINVAL");
+		r = KSFT_FAIL;
+	}
+	if (fd >= 0)
+		close(fd);
+	close(vm);
+	return r;
+}
+
+/*
+ * Offered exactly where it works: a VM whose KVM_CAP_GUEST_MEMFD_FLAGS has
+ * the flag creates files with it, one whose capability lacks it gets EINVAL:
+ * every VM on Debian's kernel; with our modules, a SW_PROTECTED VM under
+ * the v7 ABI, whose guest_memfd is shared as a whole. A default VM and
+ * /dev/kvm agree.
+ */
+static int flag_offered_or_einval(char *why, size_t whylen)
+{
+	bool has;
+	int r;
+
+	r = create_as_offered(0, "mainline ABI", &has, why, whylen);
+	if (r == KSFT_PASS && has != offered) {
+		snprintf(why, whylen, "/dev/kvm %s the flag, a default VM %s",
+			 offered ? "offers" : "lacks", has ? "offers it" : "does not");
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS && kvm_cap(kvm_fd, KVM_CAP_VM_TYPES) & (1 << KVM_X86_SW_PROTECTED_VM))
+		r = create_as_offered(KVM_X86_SW_PROTECTED_VM, "mainline ABI", &has, why, whylen);
+	if (r == KSFT_PASS && gmem_ours()) {
+		if (!gmem_write_file(GMEM_ABI_PARAM, "0")) {
+			snprintf(why, whylen, "cannot select the v7 ABI (%s)", GMEM_ABI_PARAM);
+			return KSFT_FAIL;
+		}
+		r = create_as_offered(KVM_X86_SW_PROTECTED_VM, "v7 ABI", &has, why, whylen);
+		if (r == KSFT_PASS && has) {
+			snprintf(why, whylen, "a VM under the v7 ABI offers the flag");
+			r = KSFT_FAIL;
+		}
+		gmem_write_file(GMEM_ABI_PARAM, "1");
+	}
+	return r;
+}
+
+/*
+ * A page faulted through the mapping is out of the direct map on every CPU
+ * and still reads and writes through the mapping; the same page of a plain
+ * guest_memfd is in it, and an untouched page does not exist yet.
+ */
+static int faulted_page_leaves_direct_map(char *why, size_t whylen)
+{
+	struct gfile ndm, plain = { .vm = -1, .fd = -1 };
+	struct gmem_dmap_probe p;
+	uint64_t pfn = 0;
+	int r, e;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	r = gfile_open(&ndm, kvm_fd, 0, SHARED | NDM, NPAGES * page, why, whylen);
+	if (r == KSFT_PASS)
+		r = gfile_open(&plain, kvm_fd, 0, SHARED, NPAGES * page, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+
+	gmem_fill(ndm.map, 3 * page, 4 * page, 0x31);
+	gmem_fill(plain.map, 3 * page, 4 * page, 0x31);
+	if ((e = probe(ndm.fd, 3 * page, &pfn, &p))) {
+		snprintf(why, whylen, "probe of the faulted page: %s", strerror(-e));
+		r = KSFT_FAIL;
+	} else if (!probe_says_absent(&p)) {
+		snprintf(why, whylen, "faulted page: direct map entry %s, readable on %u of %u CPUs",
+			 p.present ? "present" : "absent", p.readable_cpus, p.nr_cpus);
+		r = KSFT_FAIL;
+	} else if (gmem_check(ndm.map, 3 * page, 4 * page, 0x31) >= 0) {
+		snprintf(why, whylen, "the mapping does not read back what was written");
+		r = KSFT_FAIL;
+	} else if ((e = probe(plain.fd, 3 * page, &pfn, &p)) || !probe_says_present(&p)) {
+		snprintf(why, whylen, "control: a plain guest_memfd page %s (%u of %u CPUs)",
+			 e ? strerror(-e) : "is not in the direct map", p.readable_cpus, p.nr_cpus);
+		r = KSFT_FAIL;
+	} else if ((e = probe(ndm.fd, 5 * page, &pfn, &p)) != -ENOENT) {
+		snprintf(why, whylen, "an untouched page: %s, want ENOENT (not allocated)",
+			 e ? strerror(-e) : "exists");
+		r = KSFT_FAIL;
+	}
+out:
+	gfile_close(&plain);
+	gfile_close(&ndm);
+	return r;
+}
+
+/* Every page of [from, to) of @fd is out of the direct map. */
+static bool all_absent(int fd, long from, long to, char *why, size_t whylen)
+{
+	struct gmem_dmap_probe p;
+	uint64_t pfn = 0;
+	int e;
+
+	for (long off = from; off < to; off += page) {
+		e = probe(fd, off, &pfn, &p);
+		if (e || !probe_says_absent(&p)) {
+			snprintf(why, whylen, "page %ld: %s", off / page,
+				 e ? strerror(-e) : "still in the direct map");
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * fallocate() and write() populate out of the direct map, with one TLB flush
+ * per batch of 64 pages: at most two for POP_PAGES pages each. write() puts
+ * what it wrote there. With gmem_ndm_batch=0 (upstream's scheme, one flush
+ * per page) the same fallocate() counts a flush per page.
+ */
+static int population_flushes_per_batch(char *why, size_t whylen)
+{
+	size_t len = POP_PAGES * page;
+	uint8_t *src = malloc(len);
+	long before, flushes;
+	struct gfile g;
+	ssize_t n;
+	int r;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		goto out_free;
+	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM | GUEST_MEMFD_FLAG_WRITE, 2 * len, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	if (gmem_counter(NDM_FLUSHES) < 0) {
+		snprintf(why, whylen, "no %s", NDM_FLUSHES);
+		r = KSFT_FAIL;
+		goto out;
+	}
+
+	before = gmem_counter(NDM_FLUSHES);
+	if (fallocate(g.fd, FALLOC_FL_KEEP_SIZE, 0, len)) {
+		snprintf(why, whylen, "fallocate: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	flushes = gmem_counter(NDM_FLUSHES) - before;
+	if (flushes < 1 || flushes > 2) {
+		snprintf(why, whylen, "fallocate of %d pages: %ld TLB flushes, want 1-2", POP_PAGES, flushes);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (!all_absent(g.fd, 0, len, why, whylen)) {
+		r = KSFT_FAIL;
+		goto out;
+	}
+
+	gmem_fill(src, 0, len, 0x52);
+	before = gmem_counter(NDM_FLUSHES);
+	n = pwrite(g.fd, src, len, len);
+	flushes = gmem_counter(NDM_FLUSHES) - before;
+	if (n != (ssize_t)len) {
+		snprintf(why, whylen, "pwrite: %s", n < 0 ? strerror(errno) : "short");
+		r = KSFT_FAIL;
+	} else if (flushes < 1 || flushes > 2) {
+		snprintf(why, whylen, "pwrite of %d pages: %ld TLB flushes, want 1-2", POP_PAGES, flushes);
+		r = KSFT_FAIL;
+	} else if (!all_absent(g.fd, len, 2 * len, why, whylen)) {
+		r = KSFT_FAIL;
+	} else if (gmem_check(g.map + len, 0, len, 0x52) >= 0 ||
+		   gmem_check_zero(g.map, 0, len) >= 0) {
+		snprintf(why, whylen, "the mapping does not show zeroes, then what pwrite() wrote");
+		r = KSFT_FAIL;
+	}
+	if (r != KSFT_PASS)
+		goto out;
+
+	/* The counter is real: upstream's scheme flushes once per page. */
+	if (!gmem_write_file(NDM_BATCH_PARAM, "0")) {
+		snprintf(why, whylen, "cannot write %s", NDM_BATCH_PARAM);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	before = gmem_counter(NDM_FLUSHES);
+	if (fallocate(g.fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, len) ||
+	    fallocate(g.fd, FALLOC_FL_KEEP_SIZE, 0, len)) {
+		snprintf(why, whylen, "punch and fallocate again: %s", strerror(errno));
+		r = KSFT_FAIL;
+	} else if ((flushes = gmem_counter(NDM_FLUSHES) - before) < POP_PAGES - 64) {
+		/* Up to a batch may still come from the pool filled before. */
+		snprintf(why, whylen, "gmem_ndm_batch=0: %ld TLB flushes for %d pages, want at least %d",
+			 flushes, POP_PAGES, POP_PAGES - 64);
+		r = KSFT_FAIL;
+	}
+	gmem_write_file(NDM_BATCH_PARAM, "64");
+out:
+	gfile_close(&g);
+out_free:
+	free(src);
+	return r;
+}
+
+/*
+ * A hole punch puts the page back in the direct map, and so does closing
+ * the file (eviction) for the others, on every CPU.
+ */
+static int freed_pages_return_to_direct_map(char *why, size_t whylen)
+{
+	struct gmem_dmap_probe p;
+	uint64_t pfn[NPAGES];
+	struct gfile g;
+	int r, e = 0;
+	long i;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM, NPAGES * page, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	gmem_fill(g.map, 0, NPAGES * page, 0x44);
+	for (i = 0; i < NPAGES && !e; i++)
+		e = probe(g.fd, i * page, &pfn[i], &p);
+	if (e || !probe_says_absent(&p)) {
+		snprintf(why, whylen, "page %ld: %s", i - 1, e ? strerror(-e) : "in the direct map");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (fallocate(g.fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 2 * page, page)) {
+		snprintf(why, whylen, "punch hole: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if ((e = probe(-1, 0, &pfn[2], &p)) || !probe_says_present(&p)) {
+		snprintf(why, whylen, "punched page: %s (%u of %u CPUs read it)",
+			 e ? strerror(-e) : "not back in the direct map", p.readable_cpus, p.nr_cpus);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if ((e = probe(g.fd, 3 * page, &pfn[3], &p)) || !probe_says_absent(&p)) {
+		snprintf(why, whylen, "the punch also restored its neighbour");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	gfile_close(&g);
+	for (i = 0; i < NPAGES; i++) {
+		if ((e = probe(-1, 0, &pfn[i], &p)) || !probe_says_present(&p)) {
+			snprintf(why, whylen, "page %ld after close: %s", i,
+				 e ? strerror(-e) : "not back in the direct map");
+			return KSFT_FAIL;
+		}
+	}
+	return KSFT_PASS;
+out:
+	gfile_close(&g);
+	return r;
+}
+
+/* process_vm_readv() of @len bytes at @addr of this process: 0 or -errno. */
+static int vm_readv(volatile void *addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)addr, len };
+
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) < 0 ? -errno : 0;
+}
+
+static int vm_writev(volatile void *addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)addr, len };
+
+	return process_vm_writev(getpid(), &local, 1, &remote, 1, 0) < 0 ? -errno : 0;
+}
+
+/* vmsplice() of @len bytes at @addr into a pipe: 0 or -errno. */
+static int splice_in(volatile void *addr, size_t len)
+{
+	struct iovec iov = { (void *)addr, len };
+	int p[2], r;
+
+	if (pipe(p))
+		return -errno;
+	r = vmsplice(p[1], &iov, 1, 0) < 0 ? -errno : 0;
+	close(p[0]);
+	close(p[1]);
+	return r;
+}
+
+/* A read of /proc/self/mem at @addr: 0 or -errno. */
+static int procmem_read(volatile void *addr, void *buf, size_t len)
+{
+	int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = pread(fd, buf, len, (off_t)(uintptr_t)addr) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+/*
+ * An O_DIRECT read (@write false) or write of one page between a file on the
+ * guest's ext4 root (/var/tmp) and @addr: 0 or -errno.
+ */
+static int odirect(volatile void *addr, bool write)
+{
+	char path[] = "/var/tmp/gmem-ndm-XXXXXX";
+	void *buf = NULL;
+	int fd, r;
+
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	r = posix_memalign(&buf, page, page) ? -ENOMEM : 0;
+	if (!r) {
+		memset(buf, 0x2d, page);
+		if (pwrite(fd, buf, page, 0) != page || fsync(fd) || fcntl(fd, F_SETFL, O_DIRECT))
+			r = -errno;
+	}
+	if (!r && (write ? pwrite(fd, (void *)addr, page, 0) : pread(fd, (void *)addr, page, 0)) != page)
+		r = errno ? -errno : -EIO;
+	free(buf);
+	close(fd);
+	return r;
+}
+
+#define GUP_USERS	7
+
+/* Each GUP user on one faulted page of @g: *@errs gets its -errno or 0. */
+static void gup_users(struct gfile *g, int errs[GUP_USERS])
+{
+	uint8_t buf[64];
+
+	errs[0] = vm_readv(g->map, buf, sizeof(buf));
+	errs[1] = vm_writev(g->map, buf, sizeof(buf));
+	errs[2] = splice_in(g->map, page);
+	errs[3] = mlock((void *)g->map, page) ? -errno : 0;
+	munlock((void *)g->map, page);
+	errs[4] = procmem_read(g->map, buf, sizeof(buf));
+	errno = 0;
+	errs[5] = odirect(g->map, false);
+	errno = 0;
+	errs[6] = odirect(g->map, true);
+}
+
+/*
+ * GUP refuses the memory: process_vm_readv()/writev(), vmsplice() and
+ * O_DIRECT reads and writes on ext4 get EFAULT, mlock() ENOMEM,
+ * /proc/self/mem EIO; all of them work on a plain guest_memfd, and the
+ * mapping itself still reads and writes.
+ */
+static int gup_refuses_the_memory(char *why, size_t whylen)
+{
+	static const char *const what[] = { "process_vm_readv", "process_vm_writev",
+					     "vmsplice", "mlock", "/proc/self/mem",
+					     "O_DIRECT read into the mapping",
+					     "O_DIRECT write from the mapping" };
+	static const int want[] = { -EFAULT, -EFAULT, -EFAULT, -ENOMEM, -EIO, -EFAULT, -EFAULT };
+	struct gfile ndm, plain = { .vm = -1, .fd = -1 };
+	int errs[GUP_USERS];
+	int r;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	r = gfile_open(&ndm, kvm_fd, 0, SHARED | NDM, NPAGES * page, why, whylen);
+	if (r == KSFT_PASS)
+		r = gfile_open(&plain, kvm_fd, 0, SHARED, NPAGES * page, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+
+	gmem_fill(plain.map, 0, page, 0x17);
+	gup_users(&plain, errs);
+	for (int i = 0; i < GUP_USERS && r == KSFT_PASS; i++) {
+		if (errs[i]) {
+			snprintf(why, whylen, "control: %s on a plain guest_memfd: %s", what[i],
+				 strerror(-errs[i]));
+			r = KSFT_FAIL;
+		}
+	}
+	gmem_fill(ndm.map, 0, page, 0x17);
+	gup_users(&ndm, errs);
+	for (int i = 0; i < GUP_USERS && r == KSFT_PASS; i++) {
+		if (errs[i] != want[i]) {
+			snprintf(why, whylen, "%s: %s, want %s", what[i],
+				 errs[i] ? strerror(-errs[i]) : "worked", strerror(-want[i]));
+			r = KSFT_FAIL;
+		}
+	}
+	if (r == KSFT_PASS && gmem_check(ndm.map, 0, page, 0x17) >= 0) {
+		snprintf(why, whylen, "the mapping no longer reads back what was written");
+		r = KSFT_FAIL;
+	}
+out:
+	gfile_close(&plain);
+	gfile_close(&ndm);
+	return r;
+}
+
+/*
+ * A default VM whose gmem-only memslot is a guest_memfd with @flags (which
+ * include WRITE), @len bytes of @code at CODE_GPA (put there by pwrite()),
+ * and vCPU 0 in real mode at it. Returns a KSFT_* code; vm_teardown() after.
+ */
+static int vm_with_code(struct vm *vm, unsigned long long flags, const uint8_t *code,
+			size_t len, char *why, size_t whylen)
+{
+	struct kvm_userspace_memory_region2 region;
+	uint8_t *buf = calloc(1, page);
+	int r;
+
+	vm->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	r = vm_create_with_gmem(vm, 0, flags, why, whylen);
+	if (r == KSFT_PASS) {
+		region = (struct kvm_userspace_memory_region2){
+			.slot = 0,
+			.flags = KVM_MEM_GUEST_MEMFD,
+			.memory_size = MEM_SIZE,
+			.userspace_addr = (uintptr_t)vm->mem,
+			.guest_memfd = vm->gmem,
+		};
+		memcpy(buf, code, len);
+		if (ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region) ||
+		    pwrite(vm->gmem, buf, page, CODE_GPA) != page) {
+			snprintf(why, whylen, "memslot or pwrite of the code: %s", strerror(errno));
+			r = KSFT_FAIL;
+		}
+	}
+	if (r == KSFT_PASS)
+		r = vm_create_vcpu(vm, why, whylen);
+	if (r == KSFT_PASS)
+		r = vcpu_real_mode_at_code(vm->vcpu, why, whylen);
+	free(buf);
+	return r;
+}
+
+/* kvmclock (MSR_KVM_SYSTEM_TIME_NEW): KVM writes it through a pfn cache. */
+#define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
+#define CLOCK_GPA		0x5000
+
+/*
+ * A vCPU on a gmem-only memslot of a guest_memfd with @flags runs code and
+ * checks data that pwrite() put there, with kvmclock enabled on a page of it.
+ * Returns a KSFT_* code; *@clock_written says whether KVM wrote the kvmclock
+ * page; with NO_DIRECT_MAP, the pages the vCPU used (code and data from
+ * pwrite(), the parameter page faulted in through KVM) must be out of the
+ * direct map.
+ */
+static int vcpu_round_with_kvmclock(unsigned long long flags, bool *clock_written,
+				    char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	uint8_t *data = malloc(DATA_LEN);
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry entry;
+	} msr = { .hdr.nmsrs = 1,
+		  .entry = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = CLOCK_GPA | 1 } };
+	int r;
+
+	r = vm_with_code(&vm, flags, guest_code, sizeof(guest_code), why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	for (int i = 0; i < DATA_LEN; i++)
+		data[i] = (uint8_t)(0x60 + i * 5);
+	if (pwrite(vm.gmem, data, DATA_LEN, DATA_GPA) != DATA_LEN) {
+		snprintf(why, whylen, "pwrite of the data: %s", strerror(errno));
+		r = KSFT_FAIL;
+	} else if (ioctl(vm.vcpu, KVM_SET_MSRS, &msr) != 1) {
+		snprintf(why, whylen, "KVM_SET_MSRS(MSR_KVM_SYSTEM_TIME_NEW): %s", strerror(errno));
+		r = KSFT_FAIL;
+	} else if (!expect_round(&vm, 0x60, 5, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen)) {
+		r = KSFT_FAIL;
+	} else if ((flags & NDM) && !all_absent(vm.gmem, CODE_GPA, PARAM_GPA + page, why, whylen)) {
+		r = KSFT_FAIL;
+	} else {
+		/* pvclock_vcpu_time_info: version, then the time; all zero if never written. */
+		*clock_written = gmem_check_zero(vm.mem, CLOCK_GPA, CLOCK_GPA + 32) >= 0;
+	}
+out:
+	vm_teardown(&vm);
+	free(data);
+	return r;
+}
+
+/*
+ * A vCPU runs on NO_DIRECT_MAP memory that only pwrite() filled; the pages
+ * stay out of the direct map. KVM's pfn caches refuse the memory cleanly:
+ * kvmclock placed there is never written (no oops, the guest runs on),
+ * while on a plain guest_memfd, the control, it is.
+ */
+static int vcpu_runs_on_the_memory(char *why, size_t whylen)
+{
+	bool plain_clock = false, ndm_clock = true;
+	int r;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r == KSFT_PASS)
+		r = vcpu_round_with_kvmclock(SHARED | GUEST_MEMFD_FLAG_WRITE, &plain_clock,
+					     why, whylen);
+	if (r == KSFT_PASS && !plain_clock) {
+		snprintf(why, whylen, "control: KVM did not write kvmclock on a plain guest_memfd");
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS)
+		r = vcpu_round_with_kvmclock(SHARED | GUEST_MEMFD_FLAG_WRITE | NDM, &ndm_clock,
+					     why, whylen);
+	if (r == KSFT_PASS && ndm_clock) {
+		snprintf(why, whylen, "KVM wrote kvmclock into NO_DIRECT_MAP memory");
+		r = KSFT_FAIL;
+	}
+	return r;
+}
+
+/*
+ * A store to a GPA without a memslot (0x20000): KVM emulates it, reading the
+ * instruction from guest memory through the VMM's mapping, never the direct
+ * map. Hand-assembled, real mode.
+ */
+static const uint8_t mmio_store_code[] = {
+	0xb8, 0x00, 0x20,			/* mov  $0x2000, %ax              */
+	0x8e, 0xc0,				/* mov  %ax, %es                  */
+	0x26, 0xc6, 0x06, 0x00, 0x00, 0x5a,	/* movb $0x5a, %es:0x0 (GPA 0x20000) */
+	0xf4,					/* hlt                            */
+};
+
+/*
+ * KVM's instruction emulator works on NO_DIRECT_MAP memory: the guest's MMIO
+ * store, whose code only pwrite() put there, exits to the VMM with the
+ * address and the byte.
+ */
+static int emulation_reads_the_memory(char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	int r;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r == KSFT_PASS)
+		r = vm_with_code(&vm, SHARED | NDM | GUEST_MEMFD_FLAG_WRITE, mmio_store_code,
+				 sizeof(mmio_store_code), why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	if (ioctl(vm.vcpu, KVM_RUN, 0)) {
+		snprintf(why, whylen, "KVM_RUN: %s", strerror(errno));
+		r = KSFT_FAIL;
+	} else if (vm.run->exit_reason != KVM_EXIT_MMIO || vm.run->mmio.phys_addr != 0x20000 ||
+		   vm.run->mmio.len != 1 || !vm.run->mmio.is_write || vm.run->mmio.data[0] != 0x5a) {
+		snprintf(why, whylen, "exit %s, want an MMIO write of 0x5a to 0x20000 (got %#llx, len %u, %s, %#x)",
+			 exit_name(vm.run->exit_reason), (unsigned long long)vm.run->mmio.phys_addr,
+			 vm.run->mmio.len, vm.run->mmio.is_write ? "write" : "read", vm.run->mmio.data[0]);
+		r = KSFT_FAIL;
+	} else if (!all_absent(vm.gmem, CODE_GPA, CODE_GPA + page, why, whylen)) {
+		r = KSFT_FAIL;
+	}
+out:
+	vm_teardown(&vm);
+	return r;
+}
+
+/*
+ * Unloading kvm_amd and kvm right after the last NO_DIRECT_MAP file closed
+ * leaves none of its pages out of the direct map (kvm.ko waits for their
+ * eviction), and the modules load again.
+ */
+static int unload_restores_every_page(char *why, size_t whylen)
+{
+	struct gmem_dmap_probe p;
+	uint64_t pfn[NPAGES];
+	struct gfile g;
+	int r, e = 0;
+	long i;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM, NPAGES * page, why, whylen);
+	if (r != KSFT_PASS) {
+		gfile_close(&g);
+		return r;
+	}
+	gmem_fill(g.map, 0, NPAGES * page, 0x66);
+	for (i = 0; i < NPAGES && !e; i++)
+		e = probe(g.fd, i * page, &pfn[i], &p);
+	gfile_close(&g);
+	close(kvm_fd);
+	kvm_fd = -1;
+	if (e) {
+		snprintf(why, whylen, "probe: %s", strerror(-e));
+		return KSFT_FAIL;
+	}
+	if ((e = gmem_unload_module("kvm_amd")) || (e = gmem_unload_module("kvm"))) {
+		snprintf(why, whylen, "unload: %s", strerror(-e));
+		return KSFT_FAIL;
+	}
+	for (i = 0; i < NPAGES && r == KSFT_PASS; i++) {
+		if ((e = probe(-1, 0, &pfn[i], &p)) || !probe_says_present(&p)) {
+			snprintf(why, whylen, "page %ld after the unload: %s", i,
+				 e ? strerror(-e) : "not back in the direct map");
+			r = KSFT_FAIL;
+		}
+	}
+	if ((e = gmem_load_module("kvm", "kvm.ko")) || (e = gmem_load_module("kvm_amd", "kvm-amd.ko"))) {
+		snprintf(why, whylen, "reload: %s", strerror(-e));
+		r = KSFT_FAIL;
+	}
+	return r;
+}
+
+static const struct gmem_case cases[] = {
+	{ "the flag is offered where it works and EINVAL where it is not", flag_offered_or_einval },
+	{ "a faulted page is out of the direct map on every CPU; a plain one is in it",
+	  faulted_page_leaves_direct_map },
+	{ "fallocate() and pwrite() populate out of the direct map, one TLB flush per batch",
+	  population_flushes_per_batch },
+	{ "a hole punch and closing the file put the pages back in the direct map",
+	  freed_pages_return_to_direct_map },
+	{ "GUP refuses the memory (process_vm_*, vmsplice, mlock, /proc/self/mem, O_DIRECT); a plain guest_memfd's it takes",
+	  gup_refuses_the_memory },
+	{ "a vCPU runs on NO_DIRECT_MAP memory that pwrite() populated; kvmclock there is refused",
+	  vcpu_runs_on_the_memory },
+	{ "KVM's instruction emulator reads guest code from NO_DIRECT_MAP memory (an MMIO store exits)",
+	  emulation_reads_the_memory },
+	{ "a module unload after the last file closed leaves no page out of the direct map",
+	  unload_restores_every_page },
+};
+
+int main(void)
+{
+	int ko;
+
+	page = getpagesize();
+	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm_fd < 0)
+		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
+	offered = gmem_has_flags(kvm_fd, NDM);
+	/* The probe module: loaded by the first run, EEXIST after that. */
+	ko = open(PROBE_KO, O_RDONLY | O_CLOEXEC);
+	if (ko >= 0) {
+		if (syscall(SYS_finit_module, ko, "", 0) && errno != EEXIST)
+			ksft_print_msg("loading %s: %s\n", PROBE_KO, strerror(errno));
+		close(ko);
+	}
+	gmem_counter(NDM_FLUSHES);	/* mounts debugfs */
+	probe_fd = open(GMEM_DMAP_PROBE_FILE, O_RDONLY | O_CLOEXEC);
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
+	return 0;
+}
