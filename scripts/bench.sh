@@ -16,6 +16,8 @@
 # Environment: BENCH_REPS (default 7), BENCH_SCALE (sizes, default 1),
 # BENCH_STOCK=0 to skip the stock run, TIER=stock|shim (guest kernel),
 # NUMA=2 for the numa_first_touch rows (n/a with one node),
+# BENCH_CASES=SUBSTRING[,...] to run only the cases whose names contain one
+# (e.g. BENCH_CASES=ndm_ TIER=shim BENCH_STOCK=0 for the NO_DIRECT_MAP rows),
 # BENCH_REPORT_ONLY=1 to only redo the table and chart from ours.csv and
 # stock.csv.
 # Exit status: non-zero when a case failed to run in either guest (a case
@@ -44,7 +46,7 @@ run_guest() {
 	step "bench: guest run with $name modules ($reps reps)"
 	rm -f "$out/$name.csv"
 	env "$@" RUN_TIMEOUT=480 "$top/qemu/run-program.sh" "$bin" -r "$reps" -s "$scale" \
-		> "$out/$name.log" 2>&1 || rc=$?
+		${BENCH_CASES:+-c "$BENCH_CASES"} > "$out/$name.log" 2>&1 || rc=$?
 	if [ -f "$csv" ] && grep -q '^meta,seconds,' "$csv"; then
 		cp "$csv" "$out/$name.csv"
 	else
@@ -121,7 +123,7 @@ END {
 meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 {
 	echo "kvm-gmem benchmarks (issue 9), $(date -u '+%Y-%m-%d %H:%M UTC'), make bench"
-	echo "guest: Debian $("$here/kernel-version.sh" kver) (TIER=${TIER:-stock}) under QEMU TCG," \
+	echo "guest: $(meta ours kernel || true) (TIER=${TIER:-stock}) under QEMU TCG," \
 	     "2 vCPUs round-robin, 3 GiB; host: $(nproc) CPUs, shared"
 	echo "ours: kvm $(meta ours kvm_version), $(meta ours seconds) s;" \
 	     "stock: Debian's modules, $(meta stock seconds) s; $(meta ours reps) reps per case, interleaved, fork per case"
@@ -167,6 +169,11 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 	$1 == "footprint_memavail" && $2 == "gmem_inplace" { chk("footprint, VM converting in place, MemAvailable", $9, 1.02) }
 	$1 == "numa_first_touch" && $2 == "gmem_bind_local" { chk("NUMA policy lookup: bound to the local node vs none", $9, 1.03) }
 	$1 == "numa_first_touch" && $2 == "gmem_bind_remote" { printf "  %-44s %s (no target)\n", "NUMA: bound to the remote node vs none", $9 == "" ? "n/a" : sprintf("%.3f", $9) }
+	$1 == "ndm_first_touch" && $2 == "gmem_ndm" { chk("NO_DIRECT_MAP first touch vs plain gmem", $9, 1.30) }
+	$1 == "ndm_fallocate" && $2 == "gmem_ndm" { printf "  %-44s %s (zeroes what plain gmem zeroes at fault: see fallocate_touch)\n", "NO_DIRECT_MAP fallocate() alone vs plain gmem", $9 == "" ? "n/a" : sprintf("%.3f", $9) }
+	$1 == "ndm_fallocate_touch" && $2 == "gmem_ndm" { chk("NO_DIRECT_MAP fallocate()+touch vs plain gmem", $9, 1.20) }
+	$1 == "ndm_write" && $2 == "gmem_ndm" { chk("NO_DIRECT_MAP write() vs plain gmem", $9, 1.20) }
+	$1 ~ /^ndm_/ && $2 == "gmem_ndm_upstream" { printf "  %-44s %s (upstream, no target)\n", "NO_DIRECT_MAP flush per folio, " substr($1, 5), $9 == "" ? "n/a" : sprintf("%.3f", $9) }
 	' "$out/bench.csv"
 	if [ -f "$out/bench.prev.csv" ]; then
 		echo
