@@ -193,8 +193,11 @@ out:
 	return r;
 }
 
-/* Every page of [from, to) of @fd is out of the direct map. */
-static bool all_absent(int fd, long from, long to, char *why, size_t whylen)
+/*
+ * Every page of [from, to) of @fd is out of the direct map; @pfns, if given,
+ * gets their pfns.
+ */
+static bool all_absent(int fd, long from, long to, uint64_t *pfns, char *why, size_t whylen)
 {
 	struct gmem_dmap_probe p;
 	uint64_t pfn = 0;
@@ -205,6 +208,27 @@ static bool all_absent(int fd, long from, long to, char *why, size_t whylen)
 		if (e || !probe_says_absent(&p)) {
 			snprintf(why, whylen, "page %ld: %s", off / page,
 				 e ? strerror(-e) : "still in the direct map");
+			return false;
+		}
+		if (pfns)
+			pfns[(off - from) / page] = pfn;
+	}
+	return true;
+}
+
+/* Each of the @n pages @pfns is back in the direct map, readable on every CPU, @when. */
+static bool all_present(const uint64_t *pfns, long n, const char *when, char *why, size_t whylen)
+{
+	struct gmem_dmap_probe p;
+	uint64_t pfn;
+	int e;
+
+	for (long i = 0; i < n; i++) {
+		pfn = pfns[i];
+		e = probe(-1, 0, &pfn, &p);
+		if (e || !probe_says_present(&p)) {
+			snprintf(why, whylen, "page %ld %s: %s", i, when,
+				 e ? strerror(-e) : "not back in the direct map");
 			return false;
 		}
 	}
@@ -250,7 +274,7 @@ static int population_flushes_per_batch(char *why, size_t whylen)
 		r = KSFT_FAIL;
 		goto out;
 	}
-	if (!all_absent(g.fd, 0, len, why, whylen)) {
+	if (!all_absent(g.fd, 0, len, NULL, why, whylen)) {
 		r = KSFT_FAIL;
 		goto out;
 	}
@@ -265,7 +289,7 @@ static int population_flushes_per_batch(char *why, size_t whylen)
 	} else if (flushes < 1 || flushes > 2) {
 		snprintf(why, whylen, "pwrite of %d pages: %ld TLB flushes, want 1-2", POP_PAGES, flushes);
 		r = KSFT_FAIL;
-	} else if (!all_absent(g.fd, len, 2 * len, why, whylen)) {
+	} else if (!all_absent(g.fd, len, 2 * len, NULL, why, whylen)) {
 		r = KSFT_FAIL;
 	} else if (gmem_check(g.map + len, 0, len, 0x52) >= 0 ||
 		   gmem_check_zero(g.map, 0, len) >= 0) {
@@ -309,8 +333,7 @@ static int freed_pages_return_to_direct_map(char *why, size_t whylen)
 	struct gmem_dmap_probe p;
 	uint64_t pfn[NPAGES];
 	struct gfile g;
-	int r, e = 0;
-	long i;
+	int r, e;
 
 	r = need_flag_and_probe(why, whylen);
 	if (r != KSFT_PASS)
@@ -319,10 +342,7 @@ static int freed_pages_return_to_direct_map(char *why, size_t whylen)
 	if (r != KSFT_PASS)
 		goto out;
 	gmem_fill(g.map, 0, NPAGES * page, 0x44);
-	for (i = 0; i < NPAGES && !e; i++)
-		e = probe(g.fd, i * page, &pfn[i], &p);
-	if (e || !probe_says_absent(&p)) {
-		snprintf(why, whylen, "page %ld: %s", i - 1, e ? strerror(-e) : "in the direct map");
+	if (!all_absent(g.fd, 0, NPAGES * page, pfn, why, whylen)) {
 		r = KSFT_FAIL;
 		goto out;
 	}
@@ -331,9 +351,7 @@ static int freed_pages_return_to_direct_map(char *why, size_t whylen)
 		r = KSFT_FAIL;
 		goto out;
 	}
-	if ((e = probe(-1, 0, &pfn[2], &p)) || !probe_says_present(&p)) {
-		snprintf(why, whylen, "punched page: %s (%u of %u CPUs read it)",
-			 e ? strerror(-e) : "not back in the direct map", p.readable_cpus, p.nr_cpus);
+	if (!all_present(&pfn[2], 1, "(punched)", why, whylen)) {
 		r = KSFT_FAIL;
 		goto out;
 	}
@@ -343,14 +361,7 @@ static int freed_pages_return_to_direct_map(char *why, size_t whylen)
 		goto out;
 	}
 	gfile_close(&g);
-	for (i = 0; i < NPAGES; i++) {
-		if ((e = probe(-1, 0, &pfn[i], &p)) || !probe_says_present(&p)) {
-			snprintf(why, whylen, "page %ld after close: %s", i,
-				 e ? strerror(-e) : "not back in the direct map");
-			return KSFT_FAIL;
-		}
-	}
-	return KSFT_PASS;
+	return all_present(pfn, NPAGES, "after close", why, whylen) ? KSFT_PASS : KSFT_FAIL;
 out:
 	gfile_close(&g);
 	return r;
@@ -498,43 +509,6 @@ out:
 	return r;
 }
 
-/*
- * A default VM whose gmem-only memslot is a guest_memfd with @flags (which
- * include WRITE), @len bytes of @code at CODE_GPA (put there by pwrite()),
- * and vCPU 0 in real mode at it. Returns a KSFT_* code; vm_teardown() after.
- */
-static int vm_with_code(struct vm *vm, unsigned long long flags, const uint8_t *code,
-			size_t len, char *why, size_t whylen)
-{
-	struct kvm_userspace_memory_region2 region;
-	uint8_t *buf = calloc(1, page);
-	int r;
-
-	vm->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	r = vm_create_with_gmem(vm, 0, flags, why, whylen);
-	if (r == KSFT_PASS) {
-		region = (struct kvm_userspace_memory_region2){
-			.slot = 0,
-			.flags = KVM_MEM_GUEST_MEMFD,
-			.memory_size = MEM_SIZE,
-			.userspace_addr = (uintptr_t)vm->mem,
-			.guest_memfd = vm->gmem,
-		};
-		memcpy(buf, code, len);
-		if (ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region) ||
-		    pwrite(vm->gmem, buf, page, CODE_GPA) != page) {
-			snprintf(why, whylen, "memslot or pwrite of the code: %s", strerror(errno));
-			r = KSFT_FAIL;
-		}
-	}
-	if (r == KSFT_PASS)
-		r = vm_create_vcpu(vm, why, whylen);
-	if (r == KSFT_PASS)
-		r = vcpu_real_mode_at_code(vm->vcpu, why, whylen);
-	free(buf);
-	return r;
-}
-
 /* kvmclock (MSR_KVM_SYSTEM_TIME_NEW): KVM writes it through a pfn cache. */
 #define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
 #define CLOCK_GPA		0x5000
@@ -551,7 +525,7 @@ static int vcpu_round_with_kvmclock(unsigned long long flags, bool *clock_writte
 				    char *why, size_t whylen)
 {
 	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
-	uint8_t *data = malloc(DATA_LEN);
+	uint8_t data[DATA_LEN];
 	struct {
 		struct kvm_msrs hdr;
 		struct kvm_msr_entry entry;
@@ -559,7 +533,7 @@ static int vcpu_round_with_kvmclock(unsigned long long flags, bool *clock_writte
 		  .entry = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = CLOCK_GPA | 1 } };
 	int r;
 
-	r = vm_with_code(&vm, flags, guest_code, sizeof(guest_code), why, whylen);
+	r = vm_with_written_code(&vm, flags, guest_code, sizeof(guest_code), why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
 	for (int i = 0; i < DATA_LEN; i++)
@@ -572,7 +546,7 @@ static int vcpu_round_with_kvmclock(unsigned long long flags, bool *clock_writte
 		r = KSFT_FAIL;
 	} else if (!expect_round(&vm, 0x60, 5, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen)) {
 		r = KSFT_FAIL;
-	} else if ((flags & NDM) && !all_absent(vm.gmem, CODE_GPA, PARAM_GPA + page, why, whylen)) {
+	} else if ((flags & NDM) && !all_absent(vm.gmem, CODE_GPA, PARAM_GPA + page, NULL, why, whylen)) {
 		r = KSFT_FAIL;
 	} else {
 		/* pvclock_vcpu_time_info: version, then the time; all zero if never written. */
@@ -580,7 +554,6 @@ static int vcpu_round_with_kvmclock(unsigned long long flags, bool *clock_writte
 	}
 out:
 	vm_teardown(&vm);
-	free(data);
 	return r;
 }
 
@@ -637,8 +610,8 @@ static int emulation_reads_the_memory(char *why, size_t whylen)
 
 	r = need_flag_and_probe(why, whylen);
 	if (r == KSFT_PASS)
-		r = vm_with_code(&vm, SHARED | NDM | GUEST_MEMFD_FLAG_WRITE, mmio_store_code,
-				 sizeof(mmio_store_code), why, whylen);
+		r = vm_with_written_code(&vm, SHARED | NDM | GUEST_MEMFD_FLAG_WRITE, mmio_store_code,
+					 sizeof(mmio_store_code), why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
 	if (ioctl(vm.vcpu, KVM_RUN, 0)) {
@@ -650,7 +623,7 @@ static int emulation_reads_the_memory(char *why, size_t whylen)
 			 exit_name(vm.run->exit_reason), (unsigned long long)vm.run->mmio.phys_addr,
 			 vm.run->mmio.len, vm.run->mmio.is_write ? "write" : "read", vm.run->mmio.data[0]);
 		r = KSFT_FAIL;
-	} else if (!all_absent(vm.gmem, CODE_GPA, CODE_GPA + page, why, whylen)) {
+	} else if (!all_absent(vm.gmem, CODE_GPA, CODE_GPA + page, NULL, why, whylen)) {
 		r = KSFT_FAIL;
 	}
 out:
@@ -665,11 +638,10 @@ out:
  */
 static int unload_restores_every_page(char *why, size_t whylen)
 {
-	struct gmem_dmap_probe p;
 	uint64_t pfn[NPAGES];
 	struct gfile g;
-	int r, e = 0;
-	long i;
+	bool absent;
+	int r, e;
 
 	r = need_flag_and_probe(why, whylen);
 	if (r != KSFT_PASS)
@@ -680,26 +652,18 @@ static int unload_restores_every_page(char *why, size_t whylen)
 		return r;
 	}
 	gmem_fill(g.map, 0, NPAGES * page, 0x66);
-	for (i = 0; i < NPAGES && !e; i++)
-		e = probe(g.fd, i * page, &pfn[i], &p);
+	absent = all_absent(g.fd, 0, NPAGES * page, pfn, why, whylen);
 	gfile_close(&g);
 	close(kvm_fd);
 	kvm_fd = -1;
-	if (e) {
-		snprintf(why, whylen, "probe: %s", strerror(-e));
+	if (!absent)
 		return KSFT_FAIL;
-	}
 	if ((e = gmem_unload_module("kvm_amd")) || (e = gmem_unload_module("kvm"))) {
 		snprintf(why, whylen, "unload: %s", strerror(-e));
 		return KSFT_FAIL;
 	}
-	for (i = 0; i < NPAGES && r == KSFT_PASS; i++) {
-		if ((e = probe(-1, 0, &pfn[i], &p)) || !probe_says_present(&p)) {
-			snprintf(why, whylen, "page %ld after the unload: %s", i,
-				 e ? strerror(-e) : "not back in the direct map");
-			r = KSFT_FAIL;
-		}
-	}
+	if (!all_present(pfn, NPAGES, "after the unload", why, whylen))
+		r = KSFT_FAIL;
 	if ((e = gmem_load_module("kvm", "kvm.ko")) || (e = gmem_load_module("kvm_amd", "kvm-amd.ko"))) {
 		snprintf(why, whylen, "reload: %s", strerror(-e));
 		r = KSFT_FAIL;

@@ -270,55 +270,23 @@ static int unreadable_source(char *why, size_t whylen)
  */
 static int vcpu_runs_written_memory(char *why, size_t whylen)
 {
-	struct kvm_userspace_memory_region2 region;
 	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
-	uint8_t *data = malloc(DATA_LEN);
+	uint8_t data[DATA_LEN];
 	int r;
 
-	vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (vm.kvm < 0 || !data) {
-		snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
-		r = KSFT_FAIL;
-		goto out;
-	}
-	r = vm_create_with_gmem(&vm, 0, FLAGS, why, whylen);
+	r = vm_with_written_code(&vm, FLAGS, guest_code, sizeof(guest_code), why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
-	region = (struct kvm_userspace_memory_region2){
-		.slot = 0,
-		.flags = KVM_MEM_GUEST_MEMFD,
-		.memory_size = MEM_SIZE,
-		.userspace_addr = (uintptr_t)vm.mem,
-		.guest_memfd = vm.gmem,
-	};
-	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
-		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
-		r = KSFT_FAIL;
-		goto out;
-	}
 	for (int i = 0; i < DATA_LEN; i++)
 		data[i] = (uint8_t)(0x70 + i * 3);
-	{
-		/* The code page: guest_code, then zeroes. */
-		uint8_t *code = calloc(1, page);
-
-		memcpy(code, guest_code, sizeof(guest_code));
-		if (pwrite(vm.gmem, code, page, CODE_GPA) != page ||
-		    pwrite(vm.gmem, data, DATA_LEN, DATA_GPA) != DATA_LEN) {
-			snprintf(why, whylen, "pwrite of code and data: %s", strerror(errno));
-			r = KSFT_FAIL;
-		}
-		free(code);
+	if (pwrite(vm.gmem, data, DATA_LEN, DATA_GPA) != DATA_LEN) {
+		snprintf(why, whylen, "pwrite of the data: %s", strerror(errno));
+		r = KSFT_FAIL;
+	} else if (!expect_round(&vm, 0x70, 3, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen)) {
+		r = KSFT_FAIL;
 	}
-	if (r == KSFT_PASS)
-		r = vm_create_vcpu(&vm, why, whylen);
-	if (r == KSFT_PASS)
-		r = vcpu_real_mode_at_code(vm.vcpu, why, whylen);
-	if (r == KSFT_PASS)
-		r = expect_round(&vm, 0x70, 3, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen) ? KSFT_PASS : KSFT_FAIL;
 out:
 	vm_teardown(&vm);
-	free(data);
 	return r;
 }
 

@@ -71,6 +71,50 @@ static inline int vcpu_real_mode_at_code(int vcpu, char *why, size_t whylen)
 	return KSFT_PASS;
 }
 
+/*
+ * A default VM whose gmem-only memslot is a guest_memfd with @flags (which
+ * must include GUEST_MEMFD_FLAG_WRITE), @len bytes of @code at CODE_GPA,
+ * put there with pwrite() only, and vCPU 0 in real mode at it. Returns a
+ * KSFT_* code; vm_teardown() after, whatever it returned.
+ */
+static inline int vm_with_written_code(struct vm *vm, unsigned long long flags,
+				       const uint8_t *code, size_t len, char *why, size_t whylen)
+{
+	struct kvm_userspace_memory_region2 region;
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *buf = calloc(1, page);
+	int r;
+
+	vm->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm < 0 || !buf) {
+		snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
+		free(buf);
+		return KSFT_FAIL;
+	}
+	r = vm_create_with_gmem(vm, 0, flags, why, whylen);
+	if (r == KSFT_PASS) {
+		region = (struct kvm_userspace_memory_region2){
+			.slot = 0,
+			.flags = KVM_MEM_GUEST_MEMFD,
+			.memory_size = MEM_SIZE,
+			.userspace_addr = (uintptr_t)vm->mem,
+			.guest_memfd = vm->gmem,
+		};
+		memcpy(buf, code, len);
+		if (ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region) ||
+		    pwrite(vm->gmem, buf, page, CODE_GPA) != page) {
+			snprintf(why, whylen, "memslot or pwrite of the code: %s", strerror(errno));
+			r = KSFT_FAIL;
+		}
+	}
+	if (r == KSFT_PASS)
+		r = vm_create_vcpu(vm, why, whylen);
+	if (r == KSFT_PASS)
+		r = vcpu_real_mode_at_code(vm->vcpu, why, whylen);
+	free(buf);
+	return r;
+}
+
 static inline const char *exit_name(unsigned int reason)
 {
 	switch (reason) {
