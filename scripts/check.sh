@@ -52,6 +52,7 @@ run_step "must fail: Debian's modules" build/results/mutant-debian.log scripts/c
 run_step "must fail: ours without host mmap" build/results/mutant-no-mmap.log scripts/check-mutants.sh no-host-mmap
 run_step "must fail: ours without NUMA placement" build/results/mutant-no-numa.log scripts/check-mutants.sh no-numa-policy
 run_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
+run_step "mm-shim exports: only kvm imports them" build/results/mm-shim-exports.log scripts/check-exports.sh
 run_step "must fail: ours without NO_DIRECT_MAP" build/results/mutant-no-ndm.log scripts/check-mutants.sh no-direct-map
 run_step "tier arm64 (KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
 run_step "front ends: qemu-run, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
