@@ -18,6 +18,12 @@
  * with the last tests.
  */
 #include <linux/falloc.h>
+#include <linux/mempolicy.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "gmem_test.h"
@@ -29,11 +35,14 @@
 #define NPAGES		16
 /* More than one default batch (64) and less than two. */
 #define POP_PAGES	96
+/* write() takes pages out a folio batch (31) at a time. */
+#define WRITE_BATCH	31
 #define PROBE_KO	"/share/tests/gmem_dmap_probe.ko"
 #define NDM_FLUSHES	GMEM_DEBUGFS "/kvm/gmem_ndm_flushes"
 #define NDM_BATCH_PARAM	"/sys/module/kvm/parameters/gmem_ndm_batch"
 
 static long page;
+static cpu_set_t all_cpus;
 static int kvm_fd;
 static int probe_fd = -1;
 static bool offered;
@@ -182,8 +191,8 @@ static int faulted_page_leaves_direct_map(char *why, size_t whylen)
 		snprintf(why, whylen, "control: a plain guest_memfd page %s (%u of %u CPUs)",
 			 e ? strerror(-e) : "is not in the direct map", p.readable_cpus, p.nr_cpus);
 		r = KSFT_FAIL;
-	} else if ((e = probe(ndm.fd, 5 * page, &pfn, &p)) != -ENOENT) {
-		snprintf(why, whylen, "an untouched page: %s, want ENOENT (not allocated)",
+	} else if ((e = probe(ndm.fd, 1 * page, &pfn, &p)) != -ENOENT) {
+		snprintf(why, whylen, "an untouched page below it: %s, want ENOENT (not allocated)",
 			 e ? strerror(-e) : "exists");
 		r = KSFT_FAIL;
 	}
@@ -286,8 +295,9 @@ static int population_flushes_per_batch(char *why, size_t whylen)
 	if (n != (ssize_t)len) {
 		snprintf(why, whylen, "pwrite: %s", n < 0 ? strerror(errno) : "short");
 		r = KSFT_FAIL;
-	} else if (flushes < 1 || flushes > 2) {
-		snprintf(why, whylen, "pwrite of %d pages: %ld TLB flushes, want 1-2", POP_PAGES, flushes);
+	} else if (flushes < 1 || flushes > (POP_PAGES + WRITE_BATCH - 1) / WRITE_BATCH) {
+		snprintf(why, whylen, "pwrite of %d pages: %ld TLB flushes, want 1-%d", POP_PAGES, flushes,
+			 (POP_PAGES + WRITE_BATCH - 1) / WRITE_BATCH);
 		r = KSFT_FAIL;
 	} else if (!all_absent(g.fd, len, 2 * len, NULL, why, whylen)) {
 		r = KSFT_FAIL;
@@ -310,10 +320,9 @@ static int population_flushes_per_batch(char *why, size_t whylen)
 	    fallocate(g.fd, FALLOC_FL_KEEP_SIZE, 0, len)) {
 		snprintf(why, whylen, "punch and fallocate again: %s", strerror(errno));
 		r = KSFT_FAIL;
-	} else if ((flushes = gmem_counter(NDM_FLUSHES) - before) < POP_PAGES - 64) {
-		/* Up to a batch may still come from the pool filled before. */
+	} else if ((flushes = gmem_counter(NDM_FLUSHES) - before) < POP_PAGES) {
 		snprintf(why, whylen, "gmem_ndm_batch=0: %ld TLB flushes for %d pages, want at least %d",
-			 flushes, POP_PAGES, POP_PAGES - 64);
+			 flushes, POP_PAGES, POP_PAGES);
 		r = KSFT_FAIL;
 	}
 	gmem_write_file(NDM_BATCH_PARAM, "64");
@@ -631,41 +640,541 @@ out:
 	return r;
 }
 
-/*
- * Unloading kvm_amd and kvm right after the last NO_DIRECT_MAP file closed
- * leaves none of its pages out of the direct map (kvm.ko waits for their
- * eviction), and the modules load again.
- */
-static int unload_restores_every_page(char *why, size_t whylen)
+/* Is the page at @addr mapped in this process's page table? -1: cannot tell. */
+static int pte_present(volatile void *addr)
 {
-	uint64_t pfn[NPAGES];
-	struct gfile g;
-	bool absent;
-	int r, e;
+	uint64_t entry;
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pread(fd, &entry, sizeof(entry), ((uintptr_t)addr / page) * sizeof(entry));
+	close(fd);
+	return n == sizeof(entry) ? !!(entry & (1ULL << 63)) : -1;
+}
+
+/* How many of the @n pages from @map are mapped; -1 if pagemap cannot tell. */
+static long ptes_present(volatile uint8_t *map, long n)
+{
+	long mapped = 0;
+
+	for (long i = 0; i < n; i++) {
+		int p = pte_present(map + i * page);
+
+		if (p < 0)
+			return -1;
+		mapped += p;
+	}
+	return mapped;
+}
+
+#define NDM_FOLIOS	GMEM_DEBUGFS "/kvm/gmem_ndm_folios"
+#define SMALL_FILES	32
+#define AROUND		16	/* what a host fault maps around itself */
+#define BIG_PAGES	64
+
+/*
+ * Nothing is allocated that an operation does not use, and all of it comes
+ * back when the file is closed: a touch of a one-page file takes one page
+ * out of the direct map; a touch of a bigger file takes the pages it maps
+ * around itself (counted in the page table), and a fallocate() its range.
+ */
+static int nothing_allocated_ahead(char *why, size_t whylen)
+{
+	int vm, fds[SMALL_FILES], big = -1, n = 0;
+	volatile uint8_t *maps[SMALL_FILES], *map = MAP_FAILED;
+	long base, got, mapped;
+	int r;
 
 	r = need_flag_and_probe(why, whylen);
 	if (r != KSFT_PASS)
 		return r;
+	vm = ioctl(kvm_fd, KVM_CREATE_VM, 0);
+	if (vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	base = gmem_counter(NDM_FOLIOS);
+	if (base < 0) {
+		snprintf(why, whylen, "no %s", NDM_FOLIOS);
+		r = KSFT_FAIL;
+		goto out;
+	}
+
+	for (n = 0; n < SMALL_FILES; n++) {
+		fds[n] = gmem_create(vm, page, SHARED | NDM);
+		if (fds[n] < 0) {
+			snprintf(why, whylen, "guest_memfd %d: %s", n, strerror(-fds[n]));
+			r = KSFT_FAIL;
+			goto out;
+		}
+		maps[n] = gmem_map(fds[n], page);
+		if (maps[n] == MAP_FAILED) {
+			snprintf(why, whylen, "mmap %d: %s", n, strerror(errno));
+			close(fds[n]);
+			r = KSFT_FAIL;
+			goto out;
+		}
+		maps[n][0] = 1;
+	}
+	got = gmem_counter(NDM_FOLIOS) - base;
+	if (got != SMALL_FILES) {
+		snprintf(why, whylen, "%d one-page files touched once took %ld pages out of the direct map, want %d",
+			 SMALL_FILES, got, SMALL_FILES);
+		r = KSFT_FAIL;
+		goto out;
+	}
+
+	big = gmem_create(vm, BIG_PAGES * page, SHARED | NDM);
+	map = big < 0 ? MAP_FAILED : gmem_map(big, BIG_PAGES * page);
+	if (map == MAP_FAILED) {
+		snprintf(why, whylen, "the %d-page file: %s", BIG_PAGES,
+			 strerror(big < 0 ? -big : errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	map[0] = 1;
+	got = gmem_counter(NDM_FOLIOS) - base - SMALL_FILES;
+	mapped = ptes_present(map, BIG_PAGES);
+	if (got != AROUND || mapped != AROUND) {
+		snprintf(why, whylen, "a touch of page 0 of %d took %ld pages and mapped %ld, want %d and %d",
+			 BIG_PAGES, got, mapped, AROUND, AROUND);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (fallocate(big, FALLOC_FL_KEEP_SIZE, 20 * page, 10 * page)) {
+		snprintf(why, whylen, "fallocate: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	got = gmem_counter(NDM_FOLIOS) - base - SMALL_FILES - AROUND;
+	if (got != 10) {
+		snprintf(why, whylen, "fallocate() of 10 pages took %ld out of the direct map", got);
+		r = KSFT_FAIL;
+	}
+out:
+	if (map != MAP_FAILED)
+		munmap((void *)map, BIG_PAGES * page);
+	if (big >= 0)
+		close(big);
+	while (n--) {
+		munmap((void *)maps[n], page);
+		close(fds[n]);
+	}
+	close(vm);
+	got = gmem_settle_counter(NDM_FOLIOS, base);
+	if (r == KSFT_PASS && got != base) {
+		snprintf(why, whylen, "after every file closed, %ld pages are still out of the direct map",
+			 got - base);
+		r = KSFT_FAIL;
+	}
+	return r;
+}
+
+/* The node of the page at @p (mapped), or -1. */
+static int page_node(volatile void *p)
+{
+	void *pages[1] = { (void *)p };
+	int node = -1;
+
+	if (syscall(__NR_move_pages, 0, 1, pages, NULL, &node, 0))
+		return -1;
+	return node;
+}
+
+/*
+ * Every page lands where the policy in force at its fault says: a file is
+ * touched once on this CPU's node, then bound with mbind() to the other
+ * node; every page that was not there yet lands on the other node.
+ */
+static int pages_follow_the_policy_at_their_fault(char *why, size_t whylen)
+{
+	unsigned long mask[2] = { 0, 0 };
+	bool before[BIG_PAGES];
+	unsigned int cpu, node;
+	struct gfile g;
+	int r, other, later = 0;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	if (access("/sys/devices/system/node/node1", F_OK)) {
+		snprintf(why, whylen, "one NUMA node: boot the guest with NUMA=2");
+		return KSFT_SKIP;
+	}
+	if (syscall(__NR_getcpu, &cpu, &node, NULL)) {
+		snprintf(why, whylen, "getcpu: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	pin_cpu(cpu);
+	other = !node;
+	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM, BIG_PAGES * page, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+
+	g.map[0] = 1;
+	mask[0] = 1UL << other;
+	if (syscall(__NR_mbind, g.map, g.size, MPOL_BIND, mask, 65, 0)) {
+		snprintf(why, whylen, "mbind(MPOL_BIND, node %d): %s", other, strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	for (int i = 0; i < BIG_PAGES; i++)
+		before[i] = pte_present(g.map + i * page) == 1;
+	gmem_fill(g.map, 0, g.size, 0x17);
+	for (int i = 0; i < BIG_PAGES; i++) {
+		int n = page_node(g.map + i * page);
+
+		if (before[i])
+			continue;
+		later++;
+		if (n != other) {
+			snprintf(why, whylen, "page %d, first touched after mbind() to node %d, is on node %d",
+				 i, other, n);
+			r = KSFT_FAIL;
+			goto out;
+		}
+	}
+	if (later < BIG_PAGES / 2) {
+		snprintf(why, whylen, "only %d of %d pages were left for after the mbind()", later, BIG_PAGES);
+		r = KSFT_FAIL;
+	}
+out:
+	gfile_close(&g);
+	sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
+	return r;
+}
+
+#define CGROUP		"/sys/fs/cgroup"
+#define TEST_CGROUP	CGROUP "/gmem_ndm_test"
+
+/* The "file" line of @cg's memory.stat, in bytes, or -1. */
+static long cgroup_file_bytes(const char *cg)
+{
+	char path[128], line[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/memory.stat", cg);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "file %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Move this process to cgroup @cg. */
+static bool cgroup_enter(const char *cg)
+{
+	char path[128], pid[16];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	return gmem_write_file(path, pid);
+}
+
+/*
+ * Every page a NO_DIRECT_MAP guest_memfd takes is charged to the memory
+ * cgroup of the task that faulted it: in a cgroup of its own, the pages out
+ * of the direct map are no more than the file pages the cgroup is charged.
+ */
+static int pages_are_charged_to_the_faulting_cgroup(char *why, size_t whylen)
+{
+	long base, charged_before, charged, taken;
+	struct gfile g[4];
+	int r, n = 0;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	if (access(CGROUP "/cgroup.controllers", F_OK))
+		mount("cgroup2", CGROUP, "cgroup2", 0, NULL);
+	if (!gmem_write_file(CGROUP "/cgroup.subtree_control", "+memory") ||
+	    (mkdir(TEST_CGROUP, 0755) && errno != EEXIST) || !cgroup_enter(TEST_CGROUP)) {
+		snprintf(why, whylen, "cannot set up a memory cgroup at %s: %s", TEST_CGROUP,
+			 strerror(errno));
+		return KSFT_FAIL;
+	}
+	base = gmem_counter(NDM_FOLIOS);
+	charged_before = cgroup_file_bytes(TEST_CGROUP);
+	for (n = 0; n < 4 && r == KSFT_PASS; n++) {
+		r = gfile_open(&g[n], kvm_fd, 0, SHARED | NDM, 4 * page, why, whylen);
+		if (r == KSFT_PASS)
+			g[n].map[0] = 1;
+	}
+	taken = gmem_counter(NDM_FOLIOS) - base;
+	charged = cgroup_file_bytes(TEST_CGROUP) - charged_before;
+	if (r == KSFT_PASS && (charged_before < 0 || taken < 4 || taken * page > charged)) {
+		snprintf(why, whylen, "%ld pages out of the direct map, %ld bytes of file memory charged to the cgroup that faulted them",
+			 taken, charged);
+		r = KSFT_FAIL;
+	}
+	while (n--)
+		gfile_close(&g[n]);
+	cgroup_enter(CGROUP);
+	rmdir(TEST_CGROUP);
+	return r;
+}
+
+struct stalled_write {
+	int fd;
+	void *src;
+	size_t len;
+	ssize_t ret;
+	int err;
+};
+
+static void *stalled_write_thread(void *arg)
+{
+	struct stalled_write *w = arg;
+
+	w->ret = pwrite(w->fd, w->src, w->len, 0);
+	w->err = errno;
+	return NULL;
+}
+
+#define STALL_PAGES	48
+#define STALL_AT	39	/* the source page an unserved userfaultfd holds */
+
+/*
+ * A write() stalled on its source (a page that an unserved userfaultfd
+ * holds): every page already in the file is out of the direct map on every
+ * CPU, and the TLB flush that covers it is done, before anyone can map it.
+ */
+static int stalled_write_exposes_nothing(char *why, size_t whylen)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct stalled_write w = { .fd = -1 };
+	struct uffdio_register reg;
+	struct uffdio_zeropage zero;
+	struct pollfd pfd;
+	struct uffd_msg msg;
+	long flushes, in_file = 0;
+	struct gmem_dmap_probe p;
+	bool started = false;
+	uint64_t pfn = 0;
+	pthread_t thread;
+	struct gfile g;
+	int uffd, r, e;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api)) {
+		snprintf(why, whylen, "userfaultfd: %s (the shim kernel has CONFIG_USERFAULTFD)",
+			 strerror(errno));
+		return KSFT_FAIL;
+	}
+	w.len = STALL_PAGES * page;
+	w.src = mmap(NULL, w.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM | GUEST_MEMFD_FLAG_WRITE, w.len, why, whylen);
+	if (r != KSFT_PASS || w.src == MAP_FAILED)
+		goto out;
+	gmem_fill(w.src, 0, STALL_AT * page, 0x44);
+	reg = (struct uffdio_register){
+		.range = { .start = (uintptr_t)w.src + STALL_AT * page, .len = page },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		snprintf(why, whylen, "UFFDIO_REGISTER: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+
+	flushes = gmem_counter(NDM_FLUSHES);
+	w.fd = g.fd;
+	if (pthread_create(&thread, NULL, stalled_write_thread, &w)) {
+		snprintf(why, whylen, "pthread_create failed");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	started = true;
+	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
+	if (poll(&pfd, 1, 20000) != 1 || read(uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    msg.event != UFFD_EVENT_PAGEFAULT) {
+		snprintf(why, whylen, "write() did not fault on the userfaultfd page in 20 s");
+		r = KSFT_FAIL;
+		goto serve;
+	}
+
+	/* Stalled: what is in the file now must be out and flushed. */
+	flushes = gmem_counter(NDM_FLUSHES) - flushes;
+	for (long i = 0; i < STALL_PAGES; i++) {
+		e = probe(g.fd, i * page, &pfn, &p);
+		if (e == -ENOENT)
+			continue;
+		in_file++;
+		if (e || !probe_says_absent(&p)) {
+			snprintf(why, whylen, "write() stalled at page %d: page %ld %s (readable on %u of %u CPUs)",
+				 STALL_AT, i, e ? strerror(-e) : "is in the direct map",
+				 p.readable_cpus, p.nr_cpus);
+			r = KSFT_FAIL;
+			goto serve;
+		}
+	}
+	if (in_file && flushes < 1) {
+		snprintf(why, whylen, "write() stalled at page %d with %ld pages in the file and no TLB flush yet",
+			 STALL_AT, in_file);
+		r = KSFT_FAIL;
+	}
+serve:
+	zero = (struct uffdio_zeropage){
+		.range = { .start = (uintptr_t)w.src + STALL_AT * page, .len = page },
+	};
+	ioctl(uffd, UFFDIO_ZEROPAGE, &zero);
+	if (started)
+		pthread_join(thread, NULL);
+	if (r == KSFT_PASS && w.ret != (ssize_t)w.len) {
+		snprintf(why, whylen, "pwrite: %s", w.ret < 0 ? strerror(w.err) : "short");
+		r = KSFT_FAIL;
+	} else if (r == KSFT_PASS && !all_absent(g.fd, 0, w.len, NULL, why, whylen)) {
+		r = KSFT_FAIL;
+	} else if (r == KSFT_PASS && (gmem_check(g.map, 0, STALL_AT * page, 0x44) >= 0 ||
+				      gmem_check_zero(g.map, STALL_AT * page, w.len) >= 0)) {
+		snprintf(why, whylen, "the mapping does not show what pwrite() wrote");
+		r = KSFT_FAIL;
+	}
+out:
+	gfile_close(&g);
+	if (w.src != MAP_FAILED)
+		munmap(w.src, w.len);
+	close(uffd);
+	return r;
+}
+
+#define FAIL_ZAP	GMEM_DEBUGFS "/kvm/fail_gmem_ndm_zap"
+
+/*
+ * When a page cannot be taken out of the direct map (injected: debugfs
+ * kvm/fail_gmem_ndm_zap), write() gets a clean error and the page is never
+ * mapped while it is in the direct map: fault-around does not map it, and a
+ * fault on it takes it out first (and reads zeroes: nothing was written).
+ */
+static int failed_zap_never_maps_the_page(char *why, size_t whylen)
+{
+	struct gmem_dmap_probe p;
+	uint64_t pfn = 0;
+	struct gfile g;
+	uint8_t *src;
+	ssize_t n;
+	int r, e, v;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	if (access(FAIL_ZAP, F_OK)) {
+		snprintf(why, whylen, "no %s", FAIL_ZAP);
+		return KSFT_FAIL;
+	}
+	src = malloc(2 * page);
+	memset(src, 0x5a, 2 * page);
+	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM | GUEST_MEMFD_FLAG_WRITE, 4 * page, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	if (!gmem_write_file(FAIL_ZAP "/verbose", "0") ||
+	    !gmem_write_file(FAIL_ZAP "/interval", "1") ||
+	    !gmem_write_file(FAIL_ZAP "/probability", "100") ||
+	    !gmem_write_file(FAIL_ZAP "/times", "1")) {
+		snprintf(why, whylen, "cannot arm %s", FAIL_ZAP);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	n = pwrite(g.fd, src, 2 * page, 0);
+	e = errno;
+	gmem_write_file(FAIL_ZAP "/probability", "0");
+	if (n != -1 || e != ENOMEM) {
+		snprintf(why, whylen, "pwrite() with the first page failing to leave the direct map: %s, want ENOMEM",
+			 n < 0 ? strerror(e) : "worked");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	/* A read fault next to them: fault-around maps what is up to date. */
+	if (gmem_read_byte(g.map + 2 * page) != 0) {
+		snprintf(why, whylen, "page 2 does not read as zero");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (pte_present(g.map + i * page) != 1)
+			continue;
+		e = probe(g.fd, i * page, &pfn, &p);
+		snprintf(why, whylen, "page %d, which write() failed to take out, got mapped (%s)", i,
+			 e ? strerror(-e) : probe_says_absent(&p) ? "out of the direct map" :
+			 "in the direct map");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	v = gmem_read_byte(g.map);
+	e = probe(g.fd, 0, &pfn, &p);
+	if (v != 0 || e || !probe_says_absent(&p)) {
+		snprintf(why, whylen, "page 0 after a fault: reads %d (want 0: nothing was written), %s",
+			 v, e ? strerror(-e) : probe_says_absent(&p) ? "out of the direct map" :
+			 "still in the direct map");
+		r = KSFT_FAIL;
+	}
+out:
+	gfile_close(&g);
+	free(src);
+	return r;
+}
+
+/*
+ * Closing the last NO_DIRECT_MAP file puts its pages back in the direct map
+ * at once, even while something holds its inode (an inotify watch on
+ * /proc/self/fd/N); kvm_amd and kvm then unload without waiting, the inode
+ * is evicted after that without calling into them, and they load again.
+ */
+static int unload_restores_every_page(char *why, size_t whylen)
+{
+	uint64_t pfn[NPAGES];
+	char path[64];
+	struct gfile g;
+	int r, e, in;
+	bool absent;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	in = inotify_init1(IN_CLOEXEC);
 	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM, NPAGES * page, why, whylen);
 	if (r != KSFT_PASS) {
 		gfile_close(&g);
+		close(in);
 		return r;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", g.fd);
+	if (in < 0 || inotify_add_watch(in, path, IN_ATTRIB) < 0) {
+		snprintf(why, whylen, "inotify watch on %s: %s", path, strerror(errno));
+		gfile_close(&g);
+		close(in);
+		return KSFT_FAIL;
 	}
 	gmem_fill(g.map, 0, NPAGES * page, 0x66);
 	absent = all_absent(g.fd, 0, NPAGES * page, pfn, why, whylen);
 	gfile_close(&g);
 	close(kvm_fd);
 	kvm_fd = -1;
-	if (!absent)
-		return KSFT_FAIL;
-	if ((e = gmem_unload_module("kvm_amd")) || (e = gmem_unload_module("kvm"))) {
-		snprintf(why, whylen, "unload: %s", strerror(-e));
+	if (!absent) {
+		close(in);
 		return KSFT_FAIL;
 	}
-	if (!all_present(pfn, NPAGES, "after the unload", why, whylen))
+	/* The inode lives on; its pages must not. */
+	if (!all_present(pfn, NPAGES, "after the last close (inode still held)", why, whylen))
 		r = KSFT_FAIL;
+	else if ((e = gmem_unload_module("kvm_amd")) || (e = gmem_unload_module("kvm"))) {
+		snprintf(why, whylen, "unload with the inode still held: %s", strerror(-e));
+		r = KSFT_FAIL;
+	}
+	/* Evicted now, with kvm unloaded (if it did). */
+	close(in);
 	if ((e = gmem_load_module("kvm", "kvm.ko")) || (e = gmem_load_module("kvm_amd", "kvm-amd.ko"))) {
-		snprintf(why, whylen, "reload: %s", strerror(-e));
+		if (r == KSFT_PASS)
+			snprintf(why, whylen, "reload: %s", strerror(-e));
 		r = KSFT_FAIL;
 	}
 	return r;
@@ -685,7 +1194,17 @@ static const struct gmem_case cases[] = {
 	  vcpu_runs_on_the_memory },
 	{ "KVM's instruction emulator reads guest code from NO_DIRECT_MAP memory (an MMIO store exits)",
 	  emulation_reads_the_memory },
-	{ "a module unload after the last file closed leaves no page out of the direct map",
+	{ "faults and fallocate() allocate only what they map or fill; closing the files gives it all back",
+	  nothing_allocated_ahead },
+	{ "a page first touched after mbind() lands on the node bound, not where an earlier fault ran",
+	  pages_follow_the_policy_at_their_fault },
+	{ "every page out of the direct map is charged to the memory cgroup that faulted it",
+	  pages_are_charged_to_the_faulting_cgroup },
+	{ "a write() stalled on its source (userfaultfd) has flushed every page already in the file",
+	  stalled_write_exposes_nothing },
+	{ "a page that cannot leave the direct map (injected) fails write() with ENOMEM and is never mapped",
+	  failed_zap_never_maps_the_page },
+	{ "the last close frees every page while the inode lives on; kvm unloads without waiting",
 	  unload_restores_every_page },
 };
 
@@ -694,6 +1213,7 @@ int main(void)
 	int ko;
 
 	page = getpagesize();
+	sched_getaffinity(0, sizeof(all_cpus), &all_cpus);
 	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm_fd < 0)
 		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
