@@ -28,7 +28,10 @@
  *      KVM_EXIT_MEMORY_FAULT names the page.
  *   8. mte_refuses_gmem: MTE and guest_memfd memslots exclude each other,
  *      with EINVAL at KVM_SET_USER_MEMORY_REGION2 or KVM_ENABLE_CAP time.
- * Cases 1-3 SKIP without KVM_CAP_GMEM_SHARED_MEM (the v7 ABI), 4-5 and 7
+ *   9. hwpoison_fault_exit: the data page is poisoned before the vCPU runs:
+ *      KVM_RUN fails with guest_memfd's own error, EHWPOISON, and
+ *      KVM_EXIT_MEMORY_FAULT names the page, as mainline's arm64 does.
+ * Cases 1-3 SKIP without KVM_CAP_GMEM_SHARED_MEM (the v7 ABI), 4-5, 7 and 9
  * without the flags in KVM_CAP_GUEST_MEMFD_FLAGS; 6 checks the capabilities
  * a mainline VMM probes.
  *
@@ -315,7 +318,9 @@ out:
  * a VM fd; with mainline's ABI (the default) capability 239 (the v7 series'
  * KVM_CAP_GMEM_SHARED_MEM, mainline's KVM_CAP_ARM_WRITABLE_IMP_ID_REGS) is 0
  * on /dev/kvm and on the VM, and enabling it fails with EINVAL; with the v7
- * ABI it is 1 (the collision README's ABI section warns about).
+ * ABI it is 1 (the collision README's ABI section warns about). With either
+ * ABI KVM_CAP_MEMORY_FAULT_INFO is 0, as on mainline's arm64, which fills in
+ * KVM_EXIT_MEMORY_FAULT for guest_memfd faults but only x86 advertises it.
  */
 static int case_caps_every_vm(char *why, size_t whylen)
 {
@@ -350,6 +355,9 @@ static int case_caps_every_vm(char *why, size_t whylen)
 		snprintf(why, whylen, "KVM_ENABLE_CAP(239) did not fail with EINVAL");
 	else if (abi != 'Y' && kvm_cap(kvm, KVM_CAP_GMEM_SHARED_MEM) != 1)
 		snprintf(why, whylen, "capability 239 is not 1 on /dev/kvm with the v7 ABI");
+	else if (kvm_cap(kvm, KVM_CAP_MEMORY_FAULT_INFO) || kvm_cap(vm, KVM_CAP_MEMORY_FAULT_INFO))
+		snprintf(why, whylen, "KVM_CAP_MEMORY_FAULT_INFO is %d (/dev/kvm), %d (VM), want 0 as on mainline's arm64",
+			 kvm_cap(kvm, KVM_CAP_MEMORY_FAULT_INFO), kvm_cap(vm, KVM_CAP_MEMORY_FAULT_INFO));
 	else
 		r = KSFT_PASS;
 out:
@@ -395,6 +403,66 @@ static int case_memory_fault_exit(char *why, size_t whylen)
 			 (unsigned long long)vm.run->memory_fault.size,
 			 (unsigned long long)vm.run->memory_fault.flags,
 			 (unsigned long)(CODE_GPA & ~(page - 1)), page);
+	else
+		r = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	return r;
+}
+
+/*
+ * guest_memfd's own error, passed on as it is: the data page is poisoned
+ * with MADV_HWPOISON through the host mapping (root; the arm64 kernel has
+ * CONFIG_MEMORY_FAILURE) before the vCPU first runs. The guest's read of it
+ * must fail KVM_RUN with EHWPOISON (not EFAULT, and no SIGBUS for the
+ * memslot's userspace_addr) and KVM_EXIT_MEMORY_FAULT must name the data
+ * page, flags 0: what mainline's gmem_abort() and x86 do (src/arm64 0005).
+ * As in gmem_mmap_test's madv_hwpoison, the injection may return 0, EBUSY
+ * (6.12 counts guest_memfd's MF_DELAYED as a failure) or EHWPOISON, or
+ * SIGBUS this task if the page was dirty. The poisoned page stays in the
+ * guest_memfd until its close, and is lost to this throwaway guest kernel.
+ */
+static int case_hwpoison_fault_exit(char *why, size_t whylen)
+{
+	volatile int madv = 0, err = 0;
+	long page = getpagesize();
+	struct vm vm;
+	int r = vm_setup(&vm, SETUP_MAINLINE, why, whylen);
+
+	if (r != KSFT_PASS)
+		goto out;
+	if (page != 0x1000) {
+		snprintf(why, whylen, "%ld-byte pages: code and data share a page", page);
+		r = KSFT_SKIP;
+		goto out;
+	}
+	r = KSFT_FAIL;
+	gmem_sigbus_setup();
+	if (sigsetjmp(gmem_sigbus_jmp, 1) == 0) {
+		gmem_sigbus_armed = 1;
+		madv = madvise((void *)(vm.mem + DATA_GPA), page, MADV_HWPOISON);
+		err = errno;
+		gmem_sigbus_armed = 0;
+	}
+	if (madv && err != EBUSY && err != EHWPOISON) {
+		snprintf(why, whylen, "MADV_HWPOISON on the data page: %s", strerror(err));
+		goto out;
+	}
+
+	errno = 0;
+	if (ioctl(vm.vcpu, KVM_RUN, 0) != -1 || errno != EHWPOISON)
+		snprintf(why, whylen, "KVM_RUN on a poisoned guest_memfd page: %s (exit reason %u), want EHWPOISON",
+			 errno ? strerror(errno) : "success", vm.run->exit_reason);
+	else if (vm.run->exit_reason != KVM_EXIT_MEMORY_FAULT)
+		snprintf(why, whylen, "exit reason %u, want KVM_EXIT_MEMORY_FAULT (%u)",
+			 vm.run->exit_reason, KVM_EXIT_MEMORY_FAULT);
+	else if (vm.run->memory_fault.gpa != DATA_GPA ||
+		 vm.run->memory_fault.size != (unsigned long long)page ||
+		 vm.run->memory_fault.flags)
+		snprintf(why, whylen, "memory fault gpa %#llx size %#llx flags %#llx, want %#x %#lx 0",
+			 (unsigned long long)vm.run->memory_fault.gpa,
+			 (unsigned long long)vm.run->memory_fault.size,
+			 (unsigned long long)vm.run->memory_fault.flags, DATA_GPA, page);
 	else
 		r = KSFT_PASS;
 out:
@@ -508,6 +576,7 @@ static const struct gmem_case cases[] = {
 	{ "caps_every_vm", case_caps_every_vm },
 	{ "memory_fault_exit", case_memory_fault_exit },
 	{ "mte_refuses_gmem", case_mte_refuses_gmem },
+	{ "hwpoison_fault_exit", case_hwpoison_fault_exit },
 };
 
 int main(void)
