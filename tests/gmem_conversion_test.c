@@ -332,6 +332,16 @@ static int caps(char *why, size_t whylen)
 		snprintf(why, whylen, "/dev/kvm: KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES %d, want %llu", c, PRIVATE);
 		goto out;
 	}
+	/*
+	 * As the conversion series' v8 does: while conversion is in place,
+	 * no VM type has VM-level attributes, and /dev/kvm says so.
+	 */
+	if ((c = kvm_cap(kvm_fd, KVM_CAP_MEMORY_ATTRIBUTES)) != 0 ||
+	    kvm_cap(vm_default, KVM_CAP_MEMORY_ATTRIBUTES) != 0) {
+		snprintf(why, whylen, "in place: KVM_CAP_MEMORY_ATTRIBUTES %d on /dev/kvm, %d on a default VM, want 0",
+			 c, kvm_cap(vm_default, KVM_CAP_MEMORY_ATTRIBUTES));
+		goto out;
+	}
 	if ((c = kvm_cap(vm_on, KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES)) != PRIVATE ||
 	    kvm_cap(vm_on, KVM_CAP_MEMORY_ATTRIBUTES) != 0) {
 		snprintf(why, whylen, "SW_PROTECTED VM: KVM_CAP_GUEST_MEMFD_MEMORY_ATTRIBUTES %d (want %llu), KVM_CAP_MEMORY_ATTRIBUTES %d (want 0)",
@@ -368,6 +378,11 @@ static int caps(char *why, size_t whylen)
 	if (fd < 0 || (c = gmem_set_attrs(fd, 0, page, PRIVATE, NULL)) != -ENOTTY) {
 		snprintf(why, whylen, "KVM_SET_MEMORY_ATTRIBUTES2 on a default VM's guest_memfd: %s, want ENOTTY",
 			 fd < 0 ? strerror(-fd) : c ? strerror(-c) : "accepted");
+		goto out;
+	}
+	/* And with it off, /dev/kvm has them again (SW_PROTECTED VMs do). */
+	if (!param_set(false) || (c = kvm_cap(kvm_fd, KVM_CAP_MEMORY_ATTRIBUTES)) != PRIVATE) {
+		snprintf(why, whylen, "parameter off: /dev/kvm KVM_CAP_MEMORY_ATTRIBUTES %d, want %llu", c, PRIVATE);
 		goto out;
 	}
 	r = KSFT_PASS;
@@ -825,6 +840,105 @@ out:
 	return r;
 }
 
+#define POISON_FILE	512	/* 2 MiB */
+#define POISON_PAGES	12
+
+struct converter {
+	int fd;
+	int rounds, eagain;
+	char failure[200];
+};
+
+/* Make the whole file private and shared again, @rounds times; EAGAIN is fine. */
+static void *convert_thread(void *arg)
+{
+	struct converter *c = arg;
+
+	for (int i = 0; i < c->rounds && !c->failure[0]; i++) {
+		for (int priv = 1; priv >= 0; priv--) {
+			int e = gmem_set_attrs(c->fd, 0, POISON_FILE * page, priv ? PRIVATE : 0, NULL);
+
+			if (e == -EAGAIN)
+				c->eagain++;
+			else if (e)
+				snprintf(c->failure, sizeof(c->failure), "round %d, to %s: %s", i,
+					 priv ? "private" : "shared", strerror(-e));
+		}
+	}
+	return NULL;
+}
+
+/* MADV_HWPOISON on the page at @p: 0, -errno, or -EFAULT for a SIGBUS. */
+static int poison_page(volatile uint8_t *p)
+{
+	int r;
+
+	if (sigsetjmp(gmem_sigbus_jmp, 1))
+		return -EFAULT;
+	gmem_sigbus_armed = 1;
+	r = madvise((void *)p, page, MADV_HWPOISON) ? -errno : 0;
+	gmem_sigbus_armed = 0;
+	return r;
+}
+
+/*
+ * memory_failure() holds a folio's lock when it takes the invalidate lock
+ * (kvm_gmem_error_folio()); a conversion holds the invalidate lock. One
+ * thread converts a 2 MiB file back and forth while this one poisons pages
+ * of it with MADV_HWPOISON: both must finish (lockdep does not see folio
+ * locks, so only finishing shows there is no ABBA deadlock).
+ */
+static int hwpoison_during_conversions(char *why, size_t whylen)
+{
+	struct converter c = { .rounds = 10 };
+	int r, poisoned = 0, refused = 0;
+	pthread_t thread;
+	struct gfile g;
+
+	if (geteuid()) {
+		snprintf(why, whylen, "MADV_HWPOISON needs root");
+		return KSFT_FAIL;
+	}
+	r = shared_file(&g, POISON_FILE, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	gmem_fill(g.map, 0, g.size, 0x29);
+	c.fd = g.fd;
+	if (pthread_create(&thread, NULL, convert_thread, &c)) {
+		snprintf(why, whylen, "pthread_create failed");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	for (int i = 0; i < POISON_PAGES; i++) {
+		int e = poison_page(g.map + (size_t)(7 + i * 41) * page);
+
+		if (!e)
+			poisoned++;
+		else if (e == -EPERM || e == -EINVAL)
+			snprintf(why, whylen, "MADV_HWPOISON: %s (needs CONFIG_MEMORY_FAILURE)",
+				 strerror(-e));
+		else
+			refused++;	/* e.g. private right then: the host cannot reach it */
+		usleep(20000);
+	}
+	pthread_join(thread, NULL);
+	if (why[0]) {
+		r = KSFT_FAIL;
+	} else if (c.failure[0]) {
+		snprintf(why, whylen, "conversion: %s", c.failure);
+		r = KSFT_FAIL;
+	} else if (!poisoned) {
+		snprintf(why, whylen, "no page got poisoned (%d refused)", refused);
+		r = KSFT_FAIL;
+	} else {
+		ksft_print_msg("hwpoison_during_conversions: %d pages poisoned, %d refused, %d EAGAIN\n",
+			       poisoned, refused, c.eagain);
+	}
+out:
+	gfile_close(&g);
+	return r;
+}
+
 static const struct gmem_case cases[] = {
 	{ "caps", caps },
 	{ "bad_requests", bad_requests },
@@ -839,6 +953,7 @@ static const struct gmem_case cases[] = {
 	{ "kvm_follows_the_file", kvm_follows_the_file },
 	{ "vcpu_in_place", vcpu_in_place },
 	{ "guest_converts_via_hypercall", guest_converts_via_hypercall },
+	{ "hwpoison_during_conversions", hwpoison_during_conversions },
 };
 
 int main(void)
