@@ -35,8 +35,8 @@
 #define NPAGES		16
 /* More than one default batch (64) and less than two. */
 #define POP_PAGES	96
-/* write() takes pages out a folio batch (31) at a time. */
-#define WRITE_BATCH	31
+/* write() takes pages out up to 512 at a time. */
+#define WRITE_BATCH	512
 #define PROBE_KO	"/share/tests/gmem_dmap_probe.ko"
 #define NDM_FLUSHES	GMEM_DEBUGFS "/kvm/gmem_ndm_flushes"
 #define NDM_BATCH_PARAM	"/sys/module/kvm/parameters/gmem_ndm_batch"
