@@ -15,7 +15,15 @@
 # "(whole program)").
 # Every program in LIST_FILE, and every TAP file in RESULTS_DIR, needs a
 # "pass" rule; a program's TAP must carry a plan equal to its number of
-# results; an "absent" rule must match at least one case.
+# results; a "skip" or "absent" rule must match at least one case; a TODO,
+# XFAIL or XPASS directive is a problem (our programs never print one).
+#
+# EXPECT_FILE.cases, where it exists, lists every case of the tier as
+# "PROGRAM<tab>DESCRIPTION" (scripts/case-lists.sh writes it from a run;
+# numbers read "N", qemu/case-key.awk):
+# for each program that ran, a case missing from the run (gone, renamed)
+# and a case the list lacks (new, renamed) are problems, so a case cannot
+# quietly disappear.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -31,9 +39,20 @@ for tap in "$results"/*.tap; do [[ -f "$tap" ]] && taps+=("$tap"); done
 {
 	for p in $programs; do printf 'ran\t%s\n' "$p"; done
 	((${#taps[@]} == 0)) || awk -f "$here/tap-cases.awk" "${taps[@]}"
-} | awk -F '\t' -v expect="$expect" -v efile="$(basename "$(dirname "$expect")")/$(basename "$expect")" '
+} | awk -F '\t' -v expect="$expect" -v cases="$expect.cases" \
+	-v efile="$(basename "$(dirname "$expect")")/$(basename "$expect")" "$(cat "$here/case-key.awk")"'
 function problem(msg) { print "problem: " msg; bad++ }
 BEGIN {
+	if ((getline line < cases) > 0) {
+		have_cases = 1
+		do {
+			if (line ~ /^[ \t]*(#|$)/)
+				continue
+			split(line, w, /\t/)
+			listed[w[1], w[2]] = 1
+			nlisted[w[1]]++
+		} while ((getline line < cases) > 0)
+	}
 	while ((getline line < expect) > 0) {
 		if (line ~ /^[ \t]*(#|$)/)
 			continue
@@ -67,6 +86,14 @@ $1 == "plan" { if (!($2 in plan)) plan[$2] = $3; next }
 $1 == "case" {
 	prog = $2; status = $3; desc = $4
 	results[prog]++
+	key = case_key(desc)
+	got[prog, key] = 1
+	if (have_cases && !((prog, key) in listed))
+		problem(prog ": case \"" key "\" is not in " efile ".cases (new or renamed? scripts/case-lists.sh)")
+	if (status == "bad") {
+		problem(prog ": \"" desc "\" reported " $5 ": our programs must pass, fail or SKIP")
+		next
+	}
 	ex = 0
 	for (i = 1; i <= nex[prog]; i++)
 		if (desc ~ ex_re[prog, i] || ($5 != "" && $5 ~ ex_re[prog, i])) { ex = i; break }
@@ -81,7 +108,7 @@ $1 == "case" {
 		if (rule == "absent")
 			absents++
 		else
-			problem(prog ": \"" desc "\" FAILED")
+			problem(prog ": \"" desc "\" FAILED" ($5 != "" ? ": " $5 : ""))
 	} else {
 		if (rule == "absent")
 			absents++
@@ -109,8 +136,14 @@ END {
 	}
 	for (prog in nex)
 		for (i = 1; i <= nex[prog]; i++)
-			if (ex_rule[prog, i] == "absent" && (prog in ran) && !matched[prog, i])
-				problem(prog ": no case matches the absent rule /" ex_re[prog, i] "/ of " efile)
+			if ((prog in ran) && !matched[prog, i])
+				problem(prog ": no case matches the " ex_rule[prog, i] " rule /" ex_re[prog, i] "/ of " efile)
+	if (have_cases)
+		for (key in listed) {
+			split(key, k, SUBSEP)
+			if ((k[1] in ran) && !(key in got))
+				problem(k[1] ": case \"" k[2] "\" of " efile ".cases did not report (gone or renamed?)")
+		}
 	for (prog in must_pass)
 		if (!(prog in ran))
 			problem(prog ": " efile " expects it, but it did not run in this tier")

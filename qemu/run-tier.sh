@@ -190,13 +190,21 @@ summary="$results/summary.txt"
 	done
 	if [[ -n "$expect" ]]; then
 		# The expected results decide every case (tests/expect/<tier>).
-		judged=$("$here/judge-expected.sh" "$expect" "$results" "$share/tests/list" || true)
+		# The judge exits 0 (no problem) or 1 (problems named); anything
+		# else, or no "expected:" line, means it died before its end
+		# checks ran, and the tier cannot pass on what it printed.
+		judge_rc=0
+		judged=$("$here/judge-expected.sh" "$expect" "$results" "$share/tests/list" 2>&1) || judge_rc=$?
+		seen_expected=
 		while IFS= read -r line; do
 			case "$line" in
 			problem:*) problems+=("${line#problem: }") ;;
-			expected:*) echo "$line" ;;
+			expected:*) echo "$line"; seen_expected=1 ;;
 			esac
 		done <<<"$judged"
+		if ((judge_rc > 1)) || [[ -z "$seen_expected" ]]; then
+			problems+=("the judge (qemu/judge-expected.sh $expect) died with exit $judge_rc before its end checks:"$'\n'"$(tail -n 4 <<<"$judged" | sed 's/^/      /')")
+		fi
 	else
 		# A test that never finished (timeout, crash) may have left no result line.
 		while read -r name _; do

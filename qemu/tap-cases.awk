@@ -1,21 +1,34 @@
 # Turn TAP files into one record per line, tab-separated, for the judges
 # (qemu/judge-expected.sh, scripts/compare-tiers.sh):
-#   case  PROGRAM  pass|fail|skip  DESCRIPTION  REASON  NUMBER
+#   case  PROGRAM  pass|fail|skip|bad  DESCRIPTION  REASON  NUMBER
 #   plan  PROGRAM  N               [SKIP REASON of a "1..0 # SKIP" plan]
 # PROGRAM is the TAP file's name without .tap. DESCRIPTION is what follows
-# "ok N [-]" up to a SKIP/TODO directive; cases are matched by it, so a
-# repeated description gets " [2]", " [3]" ... and an empty one "#N".
+# "ok N [-]" up to the first " #"; cases are matched by it, so a repeated
+# description gets " [2]", " [3]" ... and an empty one "#N".
+# REASON: a skip's reason; for a failure, the text after its " #" or else
+# the last diagnostic lines ("# ...") printed since the previous result,
+# without the kselftest harness's own RUN/FAIL lines.
+# "bad": a result our programs must never report, whatever its ok/not ok:
+# a TODO, XFAIL or XPASS directive (REASON says which). A case that is
+# expected to fail is written as an expectation, not as a directive.
 # A program that skipped as a whole ("1..0 # SKIP why") yields one skip case
 # named "(whole program)". Only top-level lines count: kselftest subtests
-# are indented or start with "#".
+# are indented.
 #   awk -f tap-cases.awk FILE.tap...
 BEGIN { OFS = "\t" }
+
+function trim(s) {
+	gsub(/^[ \t:-]+|[ \t]+$/, "", s)
+	gsub(/\t/, " ", s)
+	return s
+}
 
 FNR == 1 {
 	prog = FILENAME
 	sub(/^.*\//, "", prog)
 	sub(/\.tap$/, "", prog)
 	delete seen
+	diag = ""
 }
 
 /^1\.\.[0-9]+/ {
@@ -24,11 +37,29 @@ FNR == 1 {
 	sub(/[^0-9].*$/, "", n)
 	reason = ""
 	if (n == 0 && match(tolower($0), /#[ \t]*skip/)) {
-		reason = substr($0, RSTART + RLENGTH)
-		gsub(/^[ \t:-]+|[ \t]+$/, "", reason)
+		reason = trim(substr($0, RSTART + RLENGTH))
 		print "case", prog, "skip", "(whole program)", reason, 0
 	}
 	print "plan", prog, n, reason
+	next
+}
+
+# A bail-out explains the failure run.sh records for the program's exit.
+/^Bail out!/ {
+	d = $0
+	sub(/^Bail out![ \t]*/, "", d)
+	diag = "Bail out! " trim(d)
+	next
+}
+
+# Diagnostics of the case that follows, minus the harness's bookkeeping.
+/^#/ {
+	d = $0
+	sub(/^#[ \t]*/, "", d)
+	if (d != "" && d !~ /^(RUN|OK|FAIL|SKIP|PASSED|FAILED|Totals)([ \t:]|$)/ &&
+	    d !~ /^Starting [0-9]+ tests? from/ &&
+	    d !~ /: Test (failed|terminated)/)
+		diag = (length(diag) > 300 ? "" : diag (diag == "" ? "" : " | ")) trim(d)
 	next
 }
 
@@ -48,19 +79,29 @@ FNR == 1 {
 		line = substr(line, RSTART + RLENGTH)
 	}
 	sub(/^[ \t]*(-[ \t]*)?/, "", line)
-	reason = ""
-	# The directive is the last "# SKIP" / "# TODO" on the line.
-	if (match(line, /#[ \t]*([Ss][Kk][Ii][Pp]|[Tt][Oo][Dd][Oo])/)) {
-		directive = tolower(substr(line, RSTART, RLENGTH))
-		reason = substr(line, RSTART + RLENGTH)
+	# The description ends at the first " #" (or a "#" that starts it).
+	comment = ""
+	if (match(line, /(^|[ \t])#/)) {
+		comment = substr(line, RSTART + RLENGTH)
 		line = substr(line, 1, RSTART - 1)
-		gsub(/^[ \t:-]+|[ \t]+$/, "", reason)
-		if (directive ~ /skip/ && status == "pass")
-			status = "skip"
 	}
+	reason = trim(comment)
+	if (match(tolower(comment), /^[ \t]*(skip|todo|xfail|xpass)/)) {
+		directive = toupper(trim(substr(comment, RSTART, RLENGTH)))
+		reason = trim(substr(comment, RSTART + RLENGTH))
+		if (directive == "SKIP") {
+			if (status == "pass")
+				status = "skip"
+		} else {
+			status = "bad"
+			reason = directive ": " reason
+		}
+	}
+	if (status == "fail" && reason == "")
+		reason = diag
+	diag = ""
 	gsub(/^[ \t]+|[ \t]+$/, "", line)
 	gsub(/\t/, " ", line)
-	gsub(/\t/, " ", reason)
 	if (line == "")
 		line = "#" num
 	if (++seen[line] > 1)

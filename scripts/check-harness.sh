@@ -4,8 +4,10 @@
 # stall, a hard lockup, a tainted kernel, a per-test timeout, a test killed
 # by a signal, exit 4 or exit 0 without TAP (no made-up "ok"), a short TAP
 # plan, a SKIP where a pass is expected, a pass where the feature must be
-# absent, a program without a rule, an expected program that never ran
-# (one boot); a guest panic (exit 125) and a hung guest (exit 124).
+# absent, a program without a rule, an expected program that never ran, an
+# XFAIL or TODO, a skip rule that matches nothing, a case gone from or new
+# to the case list (one boot); a judge that dies on a broken regex (one
+# boot); a guest panic (exit 125) and a hung guest (exit 124).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -77,6 +79,12 @@ T
 prog "$work/bad" unruled <<'T'
 echo "1..1"; echo "ok 1 - fine, but nobody said it must run"
 T
+prog "$work/bad" xfail <<'T'
+echo "1..2"; echo "ok 1 - known broken # XFAIL not fixed yet"; echo "ok 2 - later # TODO write it"
+T
+prog "$work/bad" renamed <<'T'
+echo "1..2"; echo "ok 1 - kept case"; echo "ok 2 - new name of a case"
+T
 cat >"$work/bad/expect" <<'E'
 modules pass
 modules skip load kvm_(amd|intel) -- the harness guest loads Debian's modules as they come
@@ -95,7 +103,12 @@ skipped pass
 absent_passes pass
 absent_passes absent ^gmem -- pretend the feature is missing here
 ghost pass
+xfail pass
+renamed pass
+renamed skip ^no such case -- a skip rule that matches nothing
 E
+# The case list: "renamed" lost "old name of a case" and gained a new one.
+printf '%s\t%s\n' renamed "kept case" renamed "old name of a case" >"$work/bad/expect.cases"
 
 rc=0
 "$top/qemu/run-tier.sh" --tier harness-bad --modules stock --tests "$work/bad" \
@@ -118,6 +131,31 @@ expect "a pass where the feature must be absent is named" names "$s" 'absent_pas
 expect "a program without a rule is named" names "$s" 'unruled: no "unruled pass" rule'
 expect "an expected program that did not run is named" names "$s" 'ghost: .* did not run'
 expect "a passing test is not named" bash -c "! grep -q '^- good' '$s'"
+expect "an XFAIL is a problem" names "$s" 'xfail: "known broken" reported XFAIL'
+expect "a TODO is a problem" names "$s" 'xfail: "later" reported TODO'
+expect "a skip rule that matches nothing is named" names "$s" 'renamed: no case matches the skip rule'
+expect "a listed case that did not report is named" names "$s" 'renamed: case "old name of a case" of .* did not report'
+expect "an unlisted case is named" names "$s" 'renamed: case "new name of a case" is not in'
+expect "a listed case that reported is not named" bash -c "! grep -q 'kept case' '$s'"
+
+# A judge that dies (an expect file with a broken regex) fails the tier:
+# what it printed before dying cannot pass it.
+mkdir -p "$work/judge"
+prog "$work/judge" good <<'T'
+echo "1..1"; echo "ok 1 - this one passes"
+T
+cat >"$work/judge/expect" <<'E'
+modules pass
+modules skip load kvm_(amd|intel) -- the harness guest loads Debian's modules as they come
+good pass
+good skip ^(unclosed[ -- a broken regex kills awk
+E
+rc=0
+"$top/qemu/run-tier.sh" --tier harness-judge --modules stock --tests "$work/judge" \
+	--expect "$work/judge/expect" --results "$work/results-judge" --timeout 300 >"$work/judge.log" 2>&1 || rc=$?
+s="$work/results-judge/summary.txt"
+expect "a judge that dies fails the tier (status $rc, want 1)" [ "$rc" = 1 ]
+expect "the dead judge is named" names "$s" 'the judge .* died with exit'
 
 # A guest panic: QEMU exits (panic=-1, -no-reboot) without an exit status.
 prog "$work/panic" panic <<'T'

@@ -1,17 +1,26 @@
 #!/bin/bash
-# Show that a tier's expectations (tests/expect/<tier>) notice when the
-# product is gone: the tier's own programs, judged by its own list, must FAIL
+# Show that a tier's expectations (tests/expect/<tier>) notice when a feature
+# is gone: the tier's own programs, judged by its own list, must FAIL, and
+# for the reason that proves the feature missing:
 #   debian-modules   stock tier, with Debian's kvm modules (no guest_memfd mmap)
-#   no-host-mmap     stock tier, with our modules built without
+#   no-host-mmap     stock tier, our modules built without
 #                    CONFIG_KVM_GMEM_SHARED_MEM
-#   no-numa-policy   stock tier, gmem_numa_test alone, with our modules built
-#                    without NUMA placement (KVM_GMEM_MPOL=n)
-#   no-direct-map    shim tier, gmem_ndm_test alone, with our modules built
-#                    without GUEST_MEMFD_FLAG_NO_DIRECT_MAP
-# and the failure must name the guest_memfd cases that did not pass, not a
-# crash, a timeout or a kernel splat.
-#   check-mutants.sh [debian-modules|no-host-mmap|no-numa-policy|no-direct-map]...
-#   (default: all)
+#   no-numa-policy   stock tier, gmem_numa_test, our modules built without
+#                    NUMA placement (KVM_GMEM_MPOL=n)
+#   no-attr-lookup   stock tier, gmem_conversion_test, our kvm.ko with the
+#                    per-file attribute lookup gone (every page reads shared)
+#   no-write         stock tier, gmem_write_test, our kvm.ko without
+#                    GUEST_MEMFD_FLAG_WRITE
+#   no-direct-map    shim tier, gmem_ndm_test, our modules built without
+#                    GUEST_MEMFD_FLAG_NO_DIRECT_MAP
+#   ndm-no-flush     shim tier, gmem_ndm_test, our kvm.ko taking pages out of
+#                    the direct map without the kernel TLB flush
+# A mutant passes this check only if its run ended in a judged "RESULT:
+# FAIL" of its own (the summary is removed first), its modules loaded (our
+# mutant, or Debian's), no crash, timeout or splat is among the problems,
+# and every pattern below names a case that failed as it must. A mutant
+# that does not build, or whose patch no longer applies, fails the check.
+#   check-mutants.sh [NAME]...   (default: all)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -19,68 +28,133 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 kver=$("$top/scripts/kernel-version.sh" kver)
 fails=0
 
-# must_fail NAME TIER 'REGEX...' -- ENV=VALUE...: run TIER (our gmem programs
-# only, not the regression list) as NAME under ENV; it must exit 1 and its
-# summary must match every REGEX (one per line).
+fail() {
+	step "FAIL: $*"
+	fails=$((fails + 1))
+}
+
+# mutate NAME FILE PERL: mutant_src=build/mutants/NAME, a copy of build/src
+# (the prepared series) with one change, a perl -0p substitution in FILE.
+# The mutation must change the file: one that no longer matches the source
+# is a failure, not a silent no-op.
+mutate() {
+	local name=$1 file=$2 perl=$3 dir="$top/build/mutants/$1"
+	[ -f "$top/build/src/.prepared" ] || "$top/scripts/prepare.sh" >/dev/null
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp -a "$top/build/src/virt" "$top/build/src/arch" "$top/build/src/include" "$dir/"
+	perl -0pi -e "$perl" "$dir/$file"
+	if cmp -s "$top/build/src/$file" "$dir/$file"; then
+		fail "mutant $name: its change ($perl) no longer applies to $file"
+		return 1
+	fi
+	mutant_src=$dir
+}
+
+# must_fail NAME TIER MODULES 'REGEX...' -- ENV=VALUE...: run TIER (our gmem
+# programs only, not the regression list) as NAME under ENV. MODULES is
+# "ours" or "debian": which kvm the run must have loaded. Every REGEX (one
+# per line) must match a problem line of the run's summary.
 must_fail() {
-	local name=$1 tier=$2 want=$3 results="$top/build/results/mutant-$1" rc=0 re
-	shift 4
+	local name=$1 tier=$2 mods=$3 want=$4 results="$top/build/results/mutant-$1" rc=0 re s
+	local log="$top/build/results/mutant-$1.log"
+	shift 5
+	s="$results/summary.txt"
 	step "mutant $name: the $tier tier must fail"
+	rm -rf "$results"
 	env "$@" REGRESSION=0 "$top/qemu/test-tier.sh" "$tier" --tier "mutant-$name" \
-		--results "$results" >"$top/build/results/mutant-$name.log" 2>&1 || rc=$?
-	if [ "$rc" != 1 ]; then
-		step "FAIL: mutant $name: the tier exited $rc, want 1 (a judged failure): see build/results/mutant-$name.log"
-		fails=$((fails + 1))
+		--results "$results" >"$log" 2>&1 || rc=$?
+	if [ ! -f "$s" ] || ! grep -q '^RESULT: ' "$s"; then
+		fail "mutant $name never ran to a verdict (exit $rc; its modules or tests did not build?): see ${log#"$top"/}"
+		tail -n 5 "$log" | sed 's/^/    /' >&2
 		return
 	fi
-	if grep -qE 'kernel log errors|TIMED OUT|CRASHED|kernel tainted' "$results/summary.txt"; then
-		step "FAIL: mutant $name failed for the wrong reason: see $results/summary.txt"
-		fails=$((fails + 1))
+	if ! grep -q '^RESULT: FAIL' "$s" || [ "$rc" != 1 ]; then
+		fail "mutant $name: the tier exited $rc with $(grep '^RESULT' "$s"), want exit 1 and RESULT: FAIL: see ${s#"$top"/}"
 		return
 	fi
+	if grep -qE '^- (kernel log errors|guest TIMED OUT|guest CRASHED|kernel tainted|the judge)' "$s"; then
+		fail "mutant $name failed for the wrong reason (a crash, splat, timeout or judge error): see ${s#"$top"/}"
+		return
+	fi
+	case "$mods" in
+	ours)
+		grep -qE '^ok [0-9]+ - loaded kvm is ours' "$results/modules.tap" ||
+			{ fail "mutant $name: our mutant kvm.ko did not load: see $results/modules.tap"; return; } ;;
+	debian)
+		grep -qE '^ok [0-9]+ - modprobe kvm \(stock\)' "$results/modules.tap" ||
+			{ fail "mutant $name: Debian's kvm did not load: see $results/modules.tap"; return; } ;;
+	esac
+	grep -qE '^ok [0-9]+ - load kvm_amd$' "$results/modules.tap" &&
+		grep -qE '^ok [0-9]+ - /dev/kvm exists' "$results/modules.tap" ||
+		{ fail "mutant $name: kvm_amd did not load or no /dev/kvm: see $results/modules.tap"; return; }
 	while IFS= read -r re; do
 		[ -n "$re" ] || continue
-		if grep -qE -- "$re" "$results/summary.txt"; then
+		if grep -qE -- "^- $re" "$s"; then
 			step "ok: mutant $name: the summary names /$re/"
 		else
-			step "FAIL: mutant $name: the summary does not name /$re/: see $results/summary.txt"
-			fails=$((fails + 1))
+			fail "mutant $name: the summary does not name /$re/: see ${s#"$top"/}"
 		fi
 	done <<<"$want"
-	step "mutant $name failed as it must: $(grep -c '^- ' "$results/summary.txt") problems named"
+	step "mutant $name failed as it must: $(grep -c '^- ' "$s") problems named"
 }
 
 mutants=("$@")
-[ $# -gt 0 ] || mutants=(debian-modules no-host-mmap no-numa-policy no-direct-map)
+[ $# -gt 0 ] || mutants=(debian-modules no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
-		must_fail debian-modules stock \
-'^- gmem_mmap_test: ".*" was SKIPPED
-^- gmem_vcpu_test: ".*" (was SKIPPED|FAILED)
-^- gmem_stress_test: 
-^- gmem_conversion_test: ".*" was SKIPPED' -- MODULES=stock
+		# Debian's modules have none of it: our cases SKIP on the missing
+		# capability, which the stock tier does not allow.
+		must_fail debian-modules stock debian \
+'gmem_mmap_test: "gmem.write_read_back" was SKIPPED \(neither KVM_CAP_GMEM_SHARED_MEM nor MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS: this KVM cannot mmap\(\) guest_memfd\)
+gmem_vcpu_test: "default_vm_gmem_only_in_place" was SKIPPED \(no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS\)
+gmem_write_test: "\(whole program\)" was SKIPPED \(no GUEST_MEMFD_FLAG_WRITE in KVM_CAP_GUEST_MEMFD_FLAGS
+gmem_conversion_test: "round_trip_page" was SKIPPED \(no kvm.gmem_in_place_conversion' -- MODULES=stock
 		;;
 	no-host-mmap)
-		must_fail no-host-mmap stock \
-'^- gmem_mmap_test: ".*" (was SKIPPED|FAILED)
-^- gmem_vcpu_test: ".*" (was SKIPPED|FAILED)
-^- example_vmm: ' -- KVM_GMEM_SHARED_MEM=n BUILD_OBJ="$top/build/obj/mutant-no-host-mmap-$kver"
+		# Our kvm.ko loads but cannot map: the cases FAIL, naming it.
+		must_fail no-host-mmap stock ours \
+'gmem_mmap_test: "gmem.write_read_back" FAILED: .*this KVM cannot mmap\(\) guest_memfd \(with our modules loaded\)
+gmem_vcpu_test: "default_vm_memory_comes_from_gmem" FAILED: no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS
+example_vmm: "example_vmm" was SKIPPED \(no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS\)' -- KVM_GMEM_SHARED_MEM=n BUILD_OBJ="$top/build/obj/mutant-no-host-mmap-$kver"
 		;;
 	no-numa-policy)
-		must_fail no-numa-policy stock \
-'^- gmem_numa_test: "MPOL_BIND node 1, host faults from node 0 .*" FAILED
-^- gmem_numa_test: "a vCPU on node 0 faults in a gmem-only memslot page bound to node 1 .*" FAILED
-^- gmem_numa_test: "MPOL_INTERLEAVE' -- KVM_GMEM_MPOL=n ONLY=gmem_numa_test \
+		must_fail no-numa-policy stock ours \
+'gmem_numa_test: "MPOL_BIND node 1, host faults from node 0" FAILED: host fault: page 0 is on node 0, want node 1
+gmem_numa_test: "a vCPU on node 0 faults in a gmem-only memslot page bound to node 1" FAILED: .*is on node 0, want node 1
+gmem_numa_test: "MPOL_INTERLEAVE nodes 0-1: page i on node i % 2, whatever the touch order" FAILED: interleave: page [0-9]+ is on node' -- KVM_GMEM_MPOL=n ONLY=gmem_numa_test \
 			BUILD_OBJ="$top/build/obj/mutant-no-numa-policy-$kver"
 		;;
+	no-attr-lookup)
+		mutate no-attr-lookup virt/kvm/guest_memfd.c \
+			's/void \*entry = mtree_load\(&gmem->attributes, index\);/void *entry = NULL;/' || continue
+		must_fail no-attr-lookup stock ours \
+'gmem_conversion_test: "round_trip_page" FAILED: page [0-9]+ is private, but the host can touch it
+gmem_conversion_test: "kvm_follows_the_file" FAILED: .*data page private: the guest must see guest_memfd.s zeroes' -- ONLY=gmem_conversion_test \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-attr-lookup-$kver"
+		;;
+	no-write)
+		mutate no-write virt/kvm/guest_memfd.c \
+			's/flags \|= GUEST_MEMFD_FLAG_INIT_SHARED \| GUEST_MEMFD_FLAG_WRITE;/flags |= GUEST_MEMFD_FLAG_INIT_SHARED;/' || continue
+		must_fail no-write stock ours \
+'gmem_write_test: "gmem_write_test exited 1" FAILED: Bail out! our modules must offer GUEST_MEMFD_FLAG_WRITE' -- \
+			ONLY=gmem_write_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-write-$kver"
+		;;
 	no-direct-map)
-		must_fail no-direct-map shim \
-'^- gmem_ndm_test: "a faulted page is out of the direct map.*" was SKIPPED
-^- gmem_ndm_test: "GUP refuses the memory.*" was SKIPPED
-^- gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory.*" was SKIPPED' -- \
+		must_fail no-direct-map shim ours \
+'gmem_ndm_test: "a faulted page is out of the direct map.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered
+gmem_ndm_test: "GUP refuses the memory.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered
+gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered' -- \
 			KVM_GMEM_NO_DIRECT_MAP=n ONLY=gmem_ndm_test \
 			BUILD_OBJ="$top/build/obj/mutant-no-direct-map-shim"
+		;;
+	ndm-no-flush)
+		mutate ndm-no-flush virt/kvm/guest_memfd.c \
+			's/(static void kvm_gmem_ndm_flush\(unsigned long start, unsigned long end\)\n\{\n)\tflush_tlb_kernel_range\(start, end\);\n/$1/' || continue
+		must_fail ndm-no-flush shim ours \
+'gmem_ndm_test: "a faulted page is out of the direct map on every CPU.*" FAILED: .*' -- \
+			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-no-flush-shim"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

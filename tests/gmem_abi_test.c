@@ -33,8 +33,8 @@
  * guest_memfd nor a VM's cap 239 nor the guest_memfds that VM creates later.
  * Skips (exit 4) with modules that lack KVM_CAP_GUEST_MEMFD_FLAGS.
  *
- * Where kvm.ko was built with GUEST_MEMFD_FLAG_NO_DIRECT_MAP (the mm-shim
- * kernel; its debugfs counters show it), every FLAGS cap above has that bit
+ * Where the kernel exports what GUEST_MEMFD_FLAG_NO_DIRECT_MAP needs (the
+ * mm-shim kernel; /proc/kallsyms shows it), every FLAGS cap above has that bit
  * too, but a SW_PROTECTED VM's under v7 (gmem_ndm_test checks the flag).
  */
 #include <errno.h>
@@ -94,7 +94,7 @@ static int touch(volatile char *p)
 
 /*
  * How many pages @fd has in its page cache, up to date or not: cachestat()
- * (Linux 6.5; the shim kernel has no CONFIG_CACHESTAT_SYSCALL), -1 without
+ * (Linux 6.5; both test kernels have it), -1 without
  * it. mincore() would not do: it only counts pages that are up to date, and
  * a folio allocated by a refused fault never is. guest_memfd keeps no
  * i_blocks, so st_blocks (checked anyway) is always 0.
@@ -476,8 +476,25 @@ int main(void)
 		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
 	if (ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_GUEST_MEMFD_FLAGS) <= 0)
 		ksft_exit_skip("KVM_CAP_GUEST_MEMFD_FLAGS not supported (not our modules)\n");
-	if (gmem_counter(GMEM_DEBUGFS "/kvm/gmem_ndm_flushes") >= 0)
+	/*
+	 * Whether the flag must be there is the kernel's to say, not kvm.ko's:
+	 * it needs mm-shim 0007's exports (what build-modules.sh looks for in
+	 * Module.symvers), and a kvm.ko that leaves it out on such a kernel
+	 * fails here.
+	 */
+	switch (gmem_kernel_exports("guestmem_no_direct_map_get") +
+		gmem_kernel_exports("set_direct_map_invalid_noflush") +
+		gmem_kernel_exports("flush_tlb_kernel_range")) {
+	case 3:
 		ndm = GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
+		break;
+	case 0:
+	case 1:
+	case 2:
+		break;
+	default:
+		ksft_exit_fail_msg("/proc/kallsyms: %s\n", strerror(errno));
+	}
 	fd = open(PARAM, O_RDONLY);
 	if (fd < 0 || read(fd, &cur, 1) != 1)
 		ksft_exit_skip("no %s\n", PARAM);

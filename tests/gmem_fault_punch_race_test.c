@@ -2,7 +2,7 @@
 /*
  * gmem_fault_punch_race_test: host faults on a shared guest_memfd while hole
  * punches and truncation attempts run, for the fault path that takes no
- * filemap_invalidate_lock (src/virt/0021). Meant for the shim tier (lockdep,
+ * filemap_invalidate_lock (src/virt/0019). Meant for the shim tier (lockdep,
  * KASAN), runs in every x86 tier.
  *
  * One default VM, one GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED

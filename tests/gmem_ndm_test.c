@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gmem_ndm_test: GUEST_MEMFD_FLAG_NO_DIRECT_MAP (provisional number;
- * src/virt/0026, mm-shim 0007). A page of such a guest_memfd is out of the
+ * src/virt/0024, mm-shim 0007). A page of such a guest_memfd is out of the
  * kernel's direct map once anyone can reach it, on every CPU, and back in it
  * once it is freed; population costs one TLB flush per batch, not per page;
  * GUP refuses the memory with a clean errno; a vCPU runs on it; a module
@@ -1217,6 +1217,49 @@ static const struct gmem_case cases[] = {
 	  unload_restores_every_page },
 };
 
+/*
+ * Pages out of the direct map after a case: its files are closed by then,
+ * so kvm/gmem_ndm_folios must come back (bounded wait: the last reference
+ * may sit in a per-CPU batch for a moment) to where it was before the case.
+ * A page a case leaks out of the direct map turns its PASS into a FAIL.
+ */
+static int ndm_folios_back(long base, char *why, size_t whylen)
+{
+	long now = gmem_counter(NDM_FOLIOS);
+
+	for (int i = 0; i < 200 && now > base; i++) {
+		usleep(10000);
+		now = gmem_counter(NDM_FOLIOS);
+	}
+	if (now == base)
+		return KSFT_PASS;
+	snprintf(why, whylen, "kvm/gmem_ndm_folios is %ld after the case, %ld before it", now, base);
+	return KSFT_FAIL;
+}
+
+/* run_cases() (gmem_vcpu.h), with ndm_folios_back() after each case. */
+static void run_ndm_cases(const struct gmem_case *c, size_t n)
+{
+	char why[512];
+
+	ksft_print_header();
+	ksft_set_plan(n);
+	for (size_t i = 0; i < n; i++) {
+		/* The unload case reloads kvm, which starts its counters at 0. */
+		long base = gmem_counter(NDM_FOLIOS);
+		int ret;
+
+		why[0] = 0;
+		arm_timeout();
+		ret = c[i].fn(why, sizeof(why));
+		alarm(0);
+		if (ret == KSFT_PASS && base >= 0 && c[i].fn != unload_restores_every_page)
+			ret = ndm_folios_back(base, why, sizeof(why));
+		ksft_test_result_code(ret, c[i].name, why[0] ? "%s" : NULL, why);
+	}
+	ksft_finished();
+}
+
 int main(void)
 {
 	int ko;
@@ -1236,6 +1279,6 @@ int main(void)
 	}
 	gmem_counter(NDM_FLUSHES);	/* mounts debugfs */
 	probe_fd = open(GMEM_DMAP_PROBE_FILE, O_RDONLY | O_CLOEXEC);
-	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
+	run_ndm_cases(cases, sizeof(cases) / sizeof(cases[0]));
 	return 0;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gmem_numa_test: NUMA placement of guest_memfd memory by the memory policy
- * of its host mappings (src/virt/0022, mainline 6.19's behaviour), in a guest
+ * of its host mappings (src/virt/0020, mainline 6.19's behaviour), in a guest
  * with at least two memory nodes (qemu/boot.sh NUMA=2).
  *
  * The policy set with mbind() on a mapping belongs to the file: host faults

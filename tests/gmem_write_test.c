@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gmem_write_test: write() population of guest_memfd (GUEST_MEMFD_FLAG_WRITE,
- * provisional number; src/virt/0023): whole pages within the file, shared
+ * provisional number; src/virt/0021): whole pages within the file, shared
  * memory only, EINVAL otherwise; what write() put there is what the host
  * mapping and a vCPU see; the source may be a mapping of the same file.
  *

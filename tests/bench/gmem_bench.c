@@ -106,7 +106,7 @@
 #define GUEST_MEMFD_FLAG_MMAP		(1ULL << 0)
 #define GUEST_MEMFD_FLAG_INIT_SHARED	(1ULL << 1)
 #endif
-/* Provisional numbers (src/virt/0023, 0026; README). */
+/* Provisional numbers (src/virt/0021, 0024; README). */
 #ifndef GUEST_MEMFD_FLAG_WRITE
 #define GUEST_MEMFD_FLAG_NO_DIRECT_MAP	(1ULL << 2)
 #define GUEST_MEMFD_FLAG_WRITE		(1ULL << 3)
@@ -962,7 +962,7 @@ static int case_footprint(const struct bench_case *c, double *v, char *why, size
 
 /* ---- in-place conversion ------------------------------------------------------- */
 
-/* KVM_SET_MEMORY_ATTRIBUTES2 on a guest_memfd (provisional, src/virt/0024). */
+/* KVM_SET_MEMORY_ATTRIBUTES2 on a guest_memfd (provisional, src/virt/0022). */
 static int set_attrs(int fd, size_t off, size_t len, unsigned long long attrs)
 {
 	struct kvm_memory_attributes2 a = { .offset = off, .size = len, .attributes = attrs };

@@ -57,11 +57,11 @@
 #ifndef GUEST_MEMFD_FLAG_INIT_SHARED
 #define GUEST_MEMFD_FLAG_INIT_SHARED	(1ULL << 1)
 #endif
-/* Provisional (the proposed write() series): src/virt/0023, README. */
+/* Provisional (the proposed write() series): src/virt/0021, README. */
 #ifndef GUEST_MEMFD_FLAG_WRITE
 #define GUEST_MEMFD_FLAG_WRITE		(1ULL << 3)
 #endif
-/* Provisional (the proposed direct map removal series): src/virt/0026, README. */
+/* Provisional (the proposed direct map removal series): src/virt/0024, README. */
 #ifndef GUEST_MEMFD_FLAG_NO_DIRECT_MAP
 #define GUEST_MEMFD_FLAG_NO_DIRECT_MAP	(1ULL << 2)
 #endif
@@ -143,7 +143,7 @@ static inline void *gmem_map(int fd, size_t len)
 	return gmem_map_at(fd, 0, len, PROT_READ | PROT_WRITE);
 }
 
-/* kvm.ko's in-place conversion switch (src/virt/0024): only our modules have it. */
+/* kvm.ko's in-place conversion switch (src/virt/0022): only our modules have it. */
 #define GMEM_IN_PLACE_PARAM	"/sys/module/kvm/parameters/gmem_in_place_conversion"
 
 /* Write @s to the sysfs file @path: false if it cannot be opened or written. */
@@ -160,7 +160,7 @@ static inline bool gmem_write_file(const char *path, const char *s)
 }
 
 /*
- * KVM_SET_MEMORY_ATTRIBUTES2 on guest_memfd @fd (provisional, src/virt/0024):
+ * KVM_SET_MEMORY_ATTRIBUTES2 on guest_memfd @fd (provisional, src/virt/0022):
  * 0 or -errno; *@err_off, if given, gets error_offset.
  */
 static inline int gmem_set_attrs(int fd, uint64_t off, uint64_t size, uint64_t attrs,
@@ -351,13 +351,39 @@ static inline uint64_t gmem_check64(const volatile void *p, size_t len, uint64_t
 	return want;
 }
 
+/*
+ * Run the calling thread on @cpu only. A test that pins does so because
+ * where it runs is what it checks (a NUMA node, the CPU whose per-CPU state
+ * it needs): unpinned it could pass by luck, so failing to pin ends it.
+ */
 static inline void pin_cpu(int cpu)
 {
 	cpu_set_t set;
 
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		ksft_exit_fail_msg("pinning to CPU %d: %s\n", cpu, strerror(errno));
+}
+
+/*
+ * Does the running kernel export @sym to modules? Its __ksymtab_ entry in
+ * /proc/kallsyms (as root) says so; -1 if kallsyms cannot be read.
+ */
+static inline int gmem_kernel_exports(const char *sym)
+{
+	char line[256], want[128];
+	int found = 0;
+	FILE *f;
+
+	snprintf(want, sizeof(want), " __ksymtab_%s\n", sym);
+	f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) != NULL;
+	fclose(f);
+	return found;
 }
 
 /*
@@ -442,8 +468,27 @@ static inline int gmem_load_module(const char *name, const char *file)
 	snprintf(path, sizeof(path), "/share/modules/%s", file);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(cmd, sizeof(cmd), "modprobe %s 2>/dev/null", name);
-		return system(cmd) ? -EIO : 0;
+		/*
+		 * Debian's modules, through modprobe: its message carries the
+		 * init error ("could not insert 'kvm_amd': Device or resource
+		 * busy"), which the caller may need.
+		 */
+		char out[512] = "";
+		size_t n = 0;
+		FILE *p;
+
+		snprintf(cmd, sizeof(cmd), "modprobe %s 2>&1", name);
+		p = popen(cmd, "r");
+		if (!p)
+			return -errno;
+		while (n < sizeof(out) - 1 && fgets(out + n, sizeof(out) - n, p))
+			n = strlen(out);
+		if (!pclose(p))
+			return 0;
+		for (int e = 1; e < 134; e++)
+			if (strstr(out, strerror(e)))
+				return -e;
+		return -EIO;
 	}
 	r = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
 	close(fd);
