@@ -1,0 +1,695 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_linux_boot_test: a small VMM that boots an unmodified Linux kernel
+ * with all of its RAM on guest_memfd, through our modules.
+ *
+ * The guest: a bzImage (by default Debian's, staged next to this program as
+ * boot-vmlinuz) entered through the x86 64-bit boot protocol (boot_params
+ * with an e820 map and a command line, an initramfs the VMM packs from
+ * boot-init, tests/boot/init.c), one vCPU with KVM_GET_SUPPORTED_CPUID, the
+ * in-kernel irqchip and PIT, a 16450 UART on 0x3f8 whose output is copied
+ * here, and two ports of ours: 0x501 ends the run with the guest's verdict,
+ * 0x502 brackets a "sleep 2" that the VMM times.
+ *
+ * Memory (-M): gmem (default: a default VM, an MMAP | INIT_SHARED
+ * guest_memfd bound as a gmem-only memslot, userspace_addr the VMM's own
+ * mapping), ndm (the same with NO_DIRECT_MAP), v7 (a SW_PROTECTED VM and a
+ * flag-less guest_memfd with kvm.gmem_mainline_abi=0) or anon (anonymous
+ * memory: the control). -w loads the kernel and initramfs with pwrite() on
+ * the guest_memfd (GUEST_MEMFD_FLAG_WRITE) instead of memcpy. -b other
+ * binds the mapping to the node the VMM does not run on (mbind before the
+ * first byte is written) and checks where every page the guest touched is.
+ *
+ * Cases (TAP): it boots to init; MemTotal matches the memory given; a
+ * 64 MiB fill reads back; the guest's marker is found through the VMM's
+ * mapping at the guest-physical address the guest reports (one copy of the
+ * memory); the clocksource is kvm-clock; "sleep 2" takes about 2 s of host
+ * time; with -b, every resident page is on the bound node (move_pages()).
+ * Times: "# time: boot to init: S s" and the whole run.
+ *
+ *   gmem_linux_boot_test[.anon|.v7|.ndm|.write|.numa] [-M gmem|ndm|v7|anon]
+ *       [-w] [-b other] [-m MiB] [-k bzImage] [-i init] [-a "extra args"] [-t s]
+ * The name's suffix selects the variant the tiers' lists run; the options
+ * override it (-a "loglevel=8" shows the guest's whole boot log).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <asm/bootparam.h>
+#include <linux/kvm.h>
+
+#include "kselftest.h"
+#include "gmem_test.h"
+
+#define MPOL_BIND	2	/* <linux/mempolicy.h>, without libnuma */
+
+/* Guest-physical layout below 1 MiB, page by page. */
+#define GDT_GPA		0x1000
+#define PML4_GPA	0x2000
+#define PDPT_GPA	0x3000
+#define PD_GPA		0x4000		/* four pages: the first 4 GiB, 2 MiB pages */
+#define ZERO_PAGE_GPA	0x8000		/* struct boot_params */
+#define CMDLINE_GPA	0x9000
+#define CMDLINE_MAX	4096
+#define KERNEL_GPA	0x100000
+#define EBDA_START	0x9fc00
+
+#define SERIAL_BASE	0x3f8
+#define EXIT_PORT	0x501
+#define TIME_PORT	0x502
+
+static const char *mode = "gmem";
+static bool use_write, bind_other;
+static size_t mem_size = 256UL << 20;
+static int timeout_s = 600;
+static char kernel_path[PATH_MAX], init_path[PATH_MAX], extra_args[1024];
+
+static int kvm_fd, vm_fd, vcpu_fd, gmem_fd = -1;
+static uint8_t *mem;
+static struct kvm_run *run;
+static volatile sig_atomic_t timed_out;
+
+/* --- what the guest reported ----------------------------------------- */
+static struct {
+	bool init, marker_seen, done;
+	double init_host_s, uptime_s, fill_ms;
+	long memtotal_kib, fill_mib, fill_errors, guest_errors;
+	char clocksource[64], marker[80];
+	unsigned long long marker_gpa;
+	double t_sleep[3];		/* host time at the 0x502 writes 1 and 2 */
+	int exit_code;			/* the value written to 0x501, -1: none */
+} g = { .exit_code = -1, .fill_errors = -1, .guest_errors = -1 };
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double t0;
+
+/* --- guest memory ------------------------------------------------------- */
+
+/* Put @len bytes at @gpa: memcpy into the mapping, or pwrite() whole pages. */
+static void guest_put(uint64_t gpa, const void *src, size_t len)
+{
+	size_t page = getpagesize(), off = gpa % page, span;
+	uint8_t *buf;
+
+	if (!use_write) {
+		memcpy(mem + gpa, src, len);
+		return;
+	}
+	/* Whole pages only: keep what the pages hold around [gpa, gpa + len). */
+	span = (off + len + page - 1) / page * page;
+	buf = malloc(span);
+	if (!buf)
+		ksft_exit_fail_msg("malloc\n");
+	memcpy(buf, mem + gpa - off, span);
+	memcpy(buf + off, src, len);
+	if (pwrite(gmem_fd, buf, span, gpa - off) != (ssize_t)span)
+		ksft_exit_fail_msg("pwrite() of %zu bytes at %#llx: %s\n", span,
+				   (unsigned long long)(gpa - off), strerror(errno));
+	free(buf);
+}
+
+static void *read_file(const char *path, size_t *len)
+{
+	struct stat st;
+	void *buf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st))
+		ksft_exit_fail_msg("%s: %s\n", path, strerror(errno));
+	buf = malloc(st.st_size + 1);
+	if (!buf || read(fd, buf, st.st_size) != st.st_size)
+		ksft_exit_fail_msg("reading %s: %s\n", path, strerror(errno));
+	close(fd);
+	*len = st.st_size;
+	return buf;
+}
+
+/* --- initramfs: a newc cpio of /init, /dev/console, /dev/kmsg ------------- */
+
+static size_t cpio_add(uint8_t *out, size_t pos, const char *name, unsigned int mode_bits,
+		       unsigned int rmaj, unsigned int rmin, const void *data, size_t len)
+{
+	static unsigned int ino = 1;
+	size_t namesize = strlen(name) + 1;
+
+	pos += sprintf((char *)out + pos,
+		       "070701%08X%08X%08X%08X%08X%08X%08zX%08X%08X%08X%08X%08zX%08X",
+		       ino++, mode_bits, 0, 0, 1, 0, len, 0, 0, rmaj, rmin, namesize, 0);
+	memcpy(out + pos, name, namesize);
+	pos = (pos + namesize + 3) & ~3UL;
+	memcpy(out + pos, data, len);
+	return (pos + len + 3) & ~3UL;
+}
+
+static uint8_t *make_initramfs(size_t *len)
+{
+	size_t init_len, pos = 0;
+	void *init = read_file(init_path, &init_len);
+	uint8_t *out = calloc(1, init_len + 4096);
+
+	if (!out)
+		ksft_exit_fail_msg("calloc\n");
+	pos = cpio_add(out, pos, "dev", 040755, 0, 0, NULL, 0);
+	pos = cpio_add(out, pos, "dev/console", 020600, 5, 1, NULL, 0);
+	pos = cpio_add(out, pos, "dev/kmsg", 020600, 1, 11, NULL, 0);
+	pos = cpio_add(out, pos, "proc", 040755, 0, 0, NULL, 0);
+	pos = cpio_add(out, pos, "sys", 040755, 0, 0, NULL, 0);
+	pos = cpio_add(out, pos, "init", 0100755, 0, 0, init, init_len);
+	pos = cpio_add(out, pos, "TRAILER!!!", 0, 0, 0, NULL, 0);
+	free(init);
+	*len = pos;
+	return out;
+}
+
+/* --- the VM ------------------------------------------------------------------- */
+
+static void set_abi_param(bool mainline)
+{
+	if (!gmem_write_file(GMEM_ABI_PARAM, mainline ? "1" : "0"))
+		ksft_exit_fail_msg("cannot write %s\n", GMEM_ABI_PARAM);
+}
+
+static void create_vm(void)
+{
+	unsigned long type = strcmp(mode, "v7") ? 0 : KVM_X86_SW_PROTECTED_VM;
+	struct kvm_userspace_memory_region2 region = {
+		.slot = 0,
+		.guest_phys_addr = 0,
+		.memory_size = mem_size,
+	};
+	struct kvm_create_guest_memfd args = { .size = mem_size };
+
+	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm_fd < 0)
+		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
+	if (!strcmp(mode, "v7")) {
+		if (!gmem_ours())
+			ksft_exit_skip("the v7 ABI needs our modules (kvm.gmem_mainline_abi)\n");
+		set_abi_param(false);
+	}
+	vm_fd = ioctl(kvm_fd, KVM_CREATE_VM, type);
+	if (!strcmp(mode, "v7"))
+		set_abi_param(true);	/* the VM keeps the ABI it was created with */
+	if (vm_fd < 0)
+		ksft_exit_fail_msg("KVM_CREATE_VM(%lu): %s\n", type, strerror(errno));
+
+	if (!strcmp(mode, "anon")) {
+		mem = mmap(NULL, mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			   -1, 0);
+	} else {
+		if (!strcmp(mode, "gmem") || !strcmp(mode, "ndm"))
+			args.flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
+		if (!strcmp(mode, "ndm"))
+			args.flags |= GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
+		if (use_write)
+			args.flags |= GUEST_MEMFD_FLAG_WRITE;
+		if (args.flags && !gmem_has_flags(vm_fd, args.flags)) {
+			if (gmem_skip_or_fail() == KSFT_SKIP)
+				ksft_exit_skip("guest_memfd flags %#llx not offered (not our modules)\n",
+					       (unsigned long long)args.flags);
+			ksft_exit_fail_msg("our modules must offer guest_memfd flags %#llx here\n",
+					   (unsigned long long)args.flags);
+		}
+		gmem_fd = ioctl(vm_fd, KVM_CREATE_GUEST_MEMFD, &args);
+		if (gmem_fd < 0)
+			ksft_exit_fail_msg("KVM_CREATE_GUEST_MEMFD(%#llx): %s\n",
+					   (unsigned long long)args.flags, strerror(errno));
+		mem = mmap(NULL, mem_size, PROT_READ | PROT_WRITE, MAP_SHARED, gmem_fd, 0);
+		region.flags = KVM_MEM_GUEST_MEMFD;
+		region.guest_memfd = gmem_fd;
+	}
+	if (mem == MAP_FAILED)
+		ksft_exit_fail_msg("mapping guest memory: %s\n", strerror(errno));
+	region.userspace_addr = (uintptr_t)mem;
+	if (bind_other) {
+		int cpu, node, other;
+		unsigned long mask;
+
+		if (syscall(SYS_getcpu, &cpu, &node, NULL))
+			ksft_exit_fail_msg("getcpu: %s\n", strerror(errno));
+		pin_cpu(cpu);
+		other = node ? 0 : 1;
+		mask = 1UL << other;
+		/* mbind() uses maxnode - 1 bits of the mask. */
+		if (syscall(__NR_mbind, mem, mem_size, MPOL_BIND, &mask, 8 * sizeof(mask) + 1, 0))
+			ksft_exit_fail_msg("mbind(node %d): %s\n", other, strerror(errno));
+		ksft_print_msg("VMM on CPU %d, node %d; guest memory bound to node %d\n", cpu, node, other);
+	}
+	if (ioctl(vm_fd, KVM_SET_USER_MEMORY_REGION2, &region))
+		ksft_exit_fail_msg("KVM_SET_USER_MEMORY_REGION2: %s\n", strerror(errno));
+	if (ioctl(vm_fd, KVM_SET_TSS_ADDR, 0xfffbd000UL) ||
+	    ioctl(vm_fd, KVM_CREATE_IRQCHIP, 0))
+		ksft_exit_fail_msg("TSS / irqchip: %s\n", strerror(errno));
+	{
+		struct kvm_pit_config pit = { .flags = 0 };
+
+		if (ioctl(vm_fd, KVM_CREATE_PIT2, &pit))
+			ksft_exit_fail_msg("KVM_CREATE_PIT2: %s\n", strerror(errno));
+	}
+}
+
+static void setup_cpuid(void)
+{
+	int n = 256;
+	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + n * sizeof(c->entries[0]));
+
+	c->nent = n;
+	if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, c))
+		ksft_exit_fail_msg("KVM_GET_SUPPORTED_CPUID: %s\n", strerror(errno));
+	for (uint32_t i = 0; i < c->nent; i++) {
+		/*
+		 * Leaf 1: the hypervisor bit, which a VMM sets (Linux looks
+		 * for KVM's leaves, and so kvm-clock, only behind it), and the
+		 * TSC deadline timer, which the in-kernel LAPIC emulates: the
+		 * guest then needs no PIT to calibrate its clocks or timer.
+		 */
+		if (c->entries[i].function == 1)
+			c->entries[i].ecx |= (1U << 31) | (1U << 24);
+	}
+	if (ioctl(vcpu_fd, KVM_SET_CPUID2, c))
+		ksft_exit_fail_msg("KVM_SET_CPUID2: %s\n", strerror(errno));
+	free(c);
+}
+
+/* Load the kernel, initramfs, command line, boot_params, GDT, page tables. */
+static void load_guest(void)
+{
+	size_t klen, ilen, setup_len, hdr_end, page = getpagesize();
+	uint8_t *image = read_file(kernel_path, &klen), *initrd = make_initramfs(&ilen);
+	struct boot_params bp;
+	uint64_t gdt[4] = { 0, 0, 0x00af9b000000ffffULL, 0x00cf93000000ffffULL };
+	uint64_t pml4 = PDPT_GPA | 3, pdpt[4], *pd;
+	uint64_t initrd_gpa;
+	char cmdline[CMDLINE_MAX];
+	struct boot_e820_entry *e;
+
+	if (klen < 0x1000 || memcmp(image + 0x202, "HdrS", 4))
+		ksft_exit_fail_msg("%s is no bzImage\n", kernel_path);
+	memset(&bp, 0, sizeof(bp));
+	/* The setup header runs from 0x1f1 to 0x202 + the byte at 0x201. */
+	hdr_end = 0x202 + image[0x201];
+	memcpy((uint8_t *)&bp + 0x1f1, image + 0x1f1, hdr_end - 0x1f1);
+	if (bp.hdr.version < 0x20c || !(bp.hdr.xloadflags & XLF_KERNEL_64))
+		ksft_exit_fail_msg("%s: boot protocol %#x without a 64-bit entry\n", kernel_path,
+				   bp.hdr.version);
+	setup_len = ((bp.hdr.setup_sects ?: 4) + 1) * 512;
+
+	guest_put(KERNEL_GPA, image + setup_len, klen - setup_len);
+	/* The initramfs at the top of memory, below 1 GiB, page aligned. */
+	initrd_gpa = ((mem_size < (1UL << 30) ? mem_size : (1UL << 30)) - ilen) & ~(page - 1);
+	if (initrd_gpa > bp.hdr.initrd_addr_max)
+		initrd_gpa = (bp.hdr.initrd_addr_max - ilen) & ~(page - 1);
+	guest_put(initrd_gpa, initrd, ilen);
+
+	snprintf(cmdline, sizeof(cmdline),
+		 "console=ttyS0 quiet rdinit=/init panic=-1 reboot=t pci=off acpi=off nokaslr %s",
+		 extra_args);
+	guest_put(CMDLINE_GPA, cmdline, strlen(cmdline) + 1);
+
+	bp.hdr.type_of_loader = 0xff;
+	bp.hdr.loadflags |= LOADED_HIGH | CAN_USE_HEAP;
+	bp.hdr.heap_end_ptr = 0xfe00;
+	bp.hdr.cmd_line_ptr = CMDLINE_GPA;
+	bp.hdr.ramdisk_image = initrd_gpa;
+	bp.hdr.ramdisk_size = ilen;
+	e = bp.e820_table;
+	e[0] = (struct boot_e820_entry){ 0, EBDA_START, 1 };
+	e[1] = (struct boot_e820_entry){ EBDA_START, 0x100000 - EBDA_START, 2 };
+	e[2] = (struct boot_e820_entry){ 0x100000, mem_size - 0x100000, 1 };
+	bp.e820_entries = 3;
+	guest_put(ZERO_PAGE_GPA, &bp, sizeof(bp));
+
+	guest_put(GDT_GPA, gdt, sizeof(gdt));
+	/* Identity map of the first 4 GiB with 2 MiB pages. */
+	pd = calloc(4 * 512, sizeof(*pd));
+	for (int i = 0; i < 4 * 512; i++)
+		pd[i] = ((uint64_t)i << 21) | 0x83;	/* present, writable, 2 MiB */
+	for (int i = 0; i < 4; i++)
+		pdpt[i] = (PD_GPA + i * 0x1000) | 3;
+	guest_put(PML4_GPA, &pml4, sizeof(pml4));
+	guest_put(PDPT_GPA, pdpt, sizeof(pdpt));
+	guest_put(PD_GPA, pd, 4 * 512 * sizeof(*pd));
+	free(pd);
+	free(image);
+	free(initrd);
+}
+
+static void setup_vcpu(void)
+{
+	struct kvm_segment code = {
+		.base = 0, .limit = 0xffffffff, .selector = 0x10, .type = 11, .present = 1,
+		.dpl = 0, .db = 0, .s = 1, .l = 1, .g = 1,
+	}, data = code;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs = { .rflags = 2, .rip = KERNEL_GPA + 0x200, .rsi = ZERO_PAGE_GPA };
+	int run_size;
+
+	vcpu_fd = ioctl(vm_fd, KVM_CREATE_VCPU, 0);
+	if (vcpu_fd < 0)
+		ksft_exit_fail_msg("KVM_CREATE_VCPU: %s\n", strerror(errno));
+	run_size = ioctl(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	run = mmap(NULL, run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu_fd, 0);
+	if (run == MAP_FAILED)
+		ksft_exit_fail_msg("mapping kvm_run: %s\n", strerror(errno));
+	setup_cpuid();
+
+	if (ioctl(vcpu_fd, KVM_GET_SREGS, &sregs))
+		ksft_exit_fail_msg("KVM_GET_SREGS: %s\n", strerror(errno));
+	data.type = 3;
+	data.l = 0;
+	data.db = 1;
+	data.selector = 0x18;
+	sregs.cs = code;
+	sregs.ds = sregs.es = sregs.fs = sregs.gs = sregs.ss = data;
+	sregs.gdt.base = GDT_GPA;
+	sregs.gdt.limit = 4 * 8 - 1;
+	sregs.cr3 = PML4_GPA;
+	sregs.cr4 = 1 << 5;				/* PAE */
+	sregs.cr0 = 0x80000001 | (1 << 4);		/* PG, PE, ET */
+	sregs.efer = (1 << 8) | (1 << 10);		/* LME, LMA */
+	if (ioctl(vcpu_fd, KVM_SET_SREGS, &sregs) || ioctl(vcpu_fd, KVM_SET_REGS, &regs))
+		ksft_exit_fail_msg("KVM_SET_SREGS/REGS: %s\n", strerror(errno));
+}
+
+/* --- devices ------------------------------------------------------------ */
+
+/* A 16450 UART, enough for the 8250 driver's probe and a polled console. */
+static struct {
+	uint8_t ier, lcr, mcr, scr, dll, dlm;
+	char line[512];
+	size_t len;
+} uart;
+
+static void guest_line(const char *l)
+{
+	const char *p = strstr(l, "GMEMBOOT ");
+	char *end;
+
+	printf("# guest: %s\n", l);
+	if (!p)
+		return;
+	p += strlen("GMEMBOOT ");
+	if (!strncmp(p, "init uptime=", 12)) {
+		g.init = true;
+		g.init_host_s = now() - t0;
+		g.uptime_s = strtod(p + 12, NULL);
+	} else if (!strncmp(p, "memtotal_kib=", 13)) {
+		g.memtotal_kib = strtol(p + 13, NULL, 10);
+	} else if (!strncmp(p, "clocksource=", 12)) {
+		snprintf(g.clocksource, sizeof(g.clocksource), "%s", p + 12);
+	} else if (!strncmp(p, "fill mib=", 9)) {
+		g.fill_mib = strtol(p + 9, &end, 10);
+		if (!strncmp(end, " errors=", 8))
+			g.fill_errors = strtol(end + 8, &end, 10);
+		if (!strncmp(end, " ms=", 4))
+			g.fill_ms = strtod(end + 4, NULL);
+	} else if (!strncmp(p, "marker gpa=", 11)) {
+		g.marker_gpa = strtoull(p + 11, &end, 16);
+		if (!strncmp(end, " text=", 6)) {
+			snprintf(g.marker, sizeof(g.marker), "%s", end + 6);
+			g.marker_seen = true;
+		}
+	} else if (!strncmp(p, "done errors=", 12)) {
+		g.done = true;
+		g.guest_errors = strtol(p + 12, NULL, 10);
+	}
+}
+
+static void uart_out(uint16_t port, uint8_t v)
+{
+	switch (port - SERIAL_BASE) {
+	case 0:
+		if (uart.lcr & 0x80) {
+			uart.dll = v;
+		} else if (v == '\n' || uart.len == sizeof(uart.line) - 1) {
+			uart.line[uart.len] = 0;
+			guest_line(uart.line);
+			uart.len = 0;
+		} else if (v != '\r') {
+			uart.line[uart.len++] = v;
+		}
+		break;
+	case 1:
+		if (uart.lcr & 0x80)
+			uart.dlm = v;
+		else
+			uart.ier = v & 0x0f;
+		break;
+	case 3:
+		uart.lcr = v;
+		break;
+	case 4:
+		uart.mcr = v & 0x1f;
+		break;
+	case 7:
+		uart.scr = v;
+		break;
+	}
+}
+
+static uint8_t uart_in(uint16_t port)
+{
+	switch (port - SERIAL_BASE) {
+	case 0:
+		return uart.lcr & 0x80 ? uart.dll : 0;
+	case 1:
+		return uart.lcr & 0x80 ? uart.dlm : uart.ier;
+	case 2:
+		return 0x01;			/* no interrupt pending, no FIFO */
+	case 3:
+		return uart.lcr;
+	case 4:
+		return uart.mcr;
+	case 5:
+		return 0x60;			/* transmitter empty */
+	case 6:
+		if (uart.mcr & 0x10)		/* loopback: modem outputs back in */
+			return ((uart.mcr & 0x02) << 3) | ((uart.mcr & 0x01) << 5) |
+			       ((uart.mcr & 0x04) << 4) | ((uart.mcr & 0x08) << 4);
+		return 0xb0;			/* DCD, DSR, CTS */
+	default:
+		return uart.scr;
+	}
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	timed_out = 1;
+}
+
+/* Run the vCPU until the guest writes its verdict, fails, or time is up. */
+static const char *run_guest(void)
+{
+	static char why[256];
+
+	for (;;) {
+		if (ioctl(vcpu_fd, KVM_RUN, 0)) {
+			if (errno == EINTR && timed_out) {
+				snprintf(why, sizeof(why), "timed out after %d s", timeout_s);
+				return why;
+			}
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			snprintf(why, sizeof(why), "KVM_RUN: %s (exit %u)", strerror(errno), run->exit_reason);
+			return why;
+		}
+		switch (run->exit_reason) {
+		case KVM_EXIT_IO: {
+			uint8_t *d = (uint8_t *)run + run->io.data_offset;
+
+			for (uint32_t i = 0; i < run->io.count; i++, d += run->io.size) {
+				uint16_t port = run->io.port;
+
+				if (run->io.direction == KVM_EXIT_IO_OUT) {
+					if (port >= SERIAL_BASE && port < SERIAL_BASE + 8) {
+						uart_out(port, *d);
+					} else if (port == EXIT_PORT) {
+						g.exit_code = *d;
+						return NULL;
+					} else if (port == TIME_PORT && *d >= 1 && *d <= 2) {
+						g.t_sleep[*d] = now();
+					}
+				} else {
+					if (port >= SERIAL_BASE && port < SERIAL_BASE + 8)
+						*d = uart_in(port);
+					else
+						memset(d, 0xff, run->io.size);
+				}
+			}
+			break;
+		}
+		case KVM_EXIT_MMIO:
+			if (!run->mmio.is_write)
+				memset(run->mmio.data, 0xff, run->mmio.len);
+			break;
+		case KVM_EXIT_INTR:
+			break;
+		case KVM_EXIT_SHUTDOWN:
+			return "the guest shut down (triple fault or reset) before its verdict";
+		case KVM_EXIT_SYSTEM_EVENT:
+			return "the guest powered off or reset before its verdict";
+		default:
+			snprintf(why, sizeof(why), "unexpected exit %u", run->exit_reason);
+			return why;
+		}
+	}
+}
+
+/* Where are the resident pages of guest memory? Count those off @node. */
+static long pages_off_node(int node, long *resident)
+{
+	size_t page = getpagesize(), n = mem_size / page;
+	unsigned char *vec = malloc(n);
+	void **pages = malloc(n * sizeof(void *));
+	int *status = malloc(n * sizeof(int));
+	long off = 0, count = 0;
+	volatile uint8_t sink;
+
+	if (!vec || !pages || !status || mincore(mem, mem_size, vec))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!(vec[i] & 1))
+			continue;
+		/* Map it here (it exists: no allocation) so move_pages() sees it. */
+		sink = mem[i * page];
+		(void)sink;
+		pages[count++] = mem + i * page;
+	}
+	if (syscall(SYS_move_pages, 0, count, pages, NULL, status, 0))
+		return -1;
+	for (long i = 0; i < count; i++)
+		off += status[i] != node;
+	*resident = count;
+	free(vec);
+	free(pages);
+	free(status);
+	return off;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART: KVM_RUN returns EINTR */
+	char self[PATH_MAX], *dir;
+	const char *why, *variant;
+	double run_s;
+	int opt;
+
+	/*
+	 * The variant is in the program's name, as the tiers' lists run it
+	 * (NAME.VARIANT is a copy of NAME): .anon, .v7, .ndm, .write (gmem
+	 * loaded with write()), .numa (gmem bound to the other node).
+	 */
+	variant = strrchr(argv[0], '.');
+	if (variant && strchr(variant, '/'))
+		variant = NULL;
+	if (variant && (!strcmp(variant, ".anon") || !strcmp(variant, ".v7") ||
+			!strcmp(variant, ".ndm")))
+		mode = variant + 1;
+	else if (variant && !strcmp(variant, ".write"))
+		use_write = true;
+	else if (variant && !strcmp(variant, ".numa"))
+		bind_other = true;
+	else if (variant)
+		ksft_exit_fail_msg("unknown variant %s\n", variant);
+	/* Defaults: next to this program, where the tier stages them. */
+	snprintf(self, sizeof(self), "%s", argv[0]);
+	dir = dirname(self);
+	snprintf(kernel_path, sizeof(kernel_path), "%s/boot-vmlinuz", dir);
+	snprintf(init_path, sizeof(init_path), "%s/boot-init", dir);
+	while ((opt = getopt(argc, argv, "M:wb:m:k:i:a:t:")) != -1) {
+		switch (opt) {
+		case 'M': mode = optarg; break;
+		case 'w': use_write = true; break;
+		case 'b': bind_other = !strcmp(optarg, "other"); break;
+		case 'm': mem_size = strtoul(optarg, NULL, 0) << 20; break;
+		case 'k': snprintf(kernel_path, sizeof(kernel_path), "%s", optarg); break;
+		case 'i': snprintf(init_path, sizeof(init_path), "%s", optarg); break;
+		case 'a': snprintf(extra_args, sizeof(extra_args), "%s", optarg); break;
+		case 't': timeout_s = atoi(optarg); break;
+		default:
+			ksft_exit_fail_msg("usage: %s [-M gmem|ndm|v7|anon] [-w] [-b other] [-m MiB] [-k bzImage] [-i init] [-a args] [-t s]\n",
+					   argv[0]);
+		}
+	}
+	if (strcmp(mode, "gmem") && strcmp(mode, "ndm") && strcmp(mode, "v7") && strcmp(mode, "anon"))
+		ksft_exit_fail_msg("unknown memory mode %s\n", mode);
+	if (use_write && strcmp(mode, "gmem") && strcmp(mode, "ndm"))
+		ksft_exit_fail_msg("-w needs -M gmem or -M ndm\n");
+	if (access(kernel_path, R_OK) || access(init_path, R_OK))
+		ksft_exit_fail_msg("no kernel (%s) or init (%s)\n", kernel_path, init_path);
+
+	ksft_print_header();
+	create_vm();
+	load_guest();
+	setup_vcpu();
+	ksft_set_plan(bind_other ? 7 : 6);
+	ksft_print_msg("booting %s: %zu MiB of %s memory%s\n", kernel_path, mem_size >> 20, mode,
+		       use_write ? ", loaded with write()" : "");
+
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(timeout_s);
+	t0 = now();
+	why = run_guest();
+	alarm(0);
+	run_s = now() - t0;
+	if (why)
+		ksft_print_msg("%s\n", why);
+
+	ksft_test_result(g.init, "the guest boots to its init\n");
+	if (g.init)
+		printf("# time: boot to init (%s): %.1f s\n", mode, g.init_host_s);
+	printf("# time: whole run (%s): %.1f s\n", mode, run_s);
+	/* The kernel keeps its image, page structs etc.: at most 64 MiB. */
+	ksft_test_result(g.memtotal_kib > (long)(mem_size >> 10) - (64L << 10) &&
+			 g.memtotal_kib <= (long)(mem_size >> 10),
+			 "MemTotal %ld KiB of the %zu KiB given\n", g.memtotal_kib, mem_size >> 10);
+	ksft_test_result(g.fill_mib > 0 && g.fill_errors == 0, "a %ld MiB fill reads back\n",
+			 g.fill_mib);
+	if (g.fill_mib > 0)
+		printf("# time: guest fill and check of %ld MiB (%s): %.0f ms\n", g.fill_mib, mode,
+		       g.fill_ms);
+	ksft_test_result(g.marker_seen && g.marker_gpa && g.marker_gpa + 64 < mem_size &&
+			 !memcmp(mem + g.marker_gpa, g.marker, strlen(g.marker)),
+			 "the guest's marker is in the VMM's mapping at the GPA the guest reports\n");
+	ksft_test_result(!strcmp(g.clocksource, "kvm-clock"), "clocksource kvm-clock (%s)\n",
+			 g.clocksource[0] ? g.clocksource : "not reported");
+	ksft_test_result(g.t_sleep[1] && g.t_sleep[2] && g.t_sleep[2] - g.t_sleep[1] > 1.8 &&
+			 g.t_sleep[2] - g.t_sleep[1] < 4.0,
+			 "sleep 2 in the guest took %.2f s of host time\n",
+			 g.t_sleep[1] && g.t_sleep[2] ? g.t_sleep[2] - g.t_sleep[1] : -1.0);
+	if (bind_other) {
+		int cpu, node;
+		long resident = 0, off;
+
+		syscall(SYS_getcpu, &cpu, &node, NULL);
+		off = pages_off_node(node ? 0 : 1, &resident);
+		ksft_test_result(off == 0 && resident > 0,
+				 "every page of guest memory is on node %d (%ld of %ld resident pages are not)\n",
+				 node ? 0 : 1, off, resident);
+	}
+	if (g.exit_code > 0 || g.guest_errors > 0)
+		ksft_print_msg("the guest's verdict: exit %d, errors %ld\n", g.exit_code, g.guest_errors);
+	ksft_finished();
+}
