@@ -130,6 +130,11 @@ if [ -n "${ONLY:-}" ] && [ ${#lists[@]} -gt 0 ]; then
 fi
 [ ${#lists[@]} -eq 0 ] || "$top/scripts/stage-tests.sh" "$stage" "${lists[@]}"
 [ ${#lists[@]} -eq 0 ] || [ ${#extra[@]} -eq 0 ] || cp "${extra[@]}" "$stage/"
+# gmem_linux_boot_test boots Debian's kernel with our init (tests/boot/).
+if [ ${#lists[@]} -gt 0 ] && grep -q '^gmem_linux_boot_test' "$stage/list"; then
+	cp "$top/build/tests/boot-init" "$stage/boot-init"
+	cp "$("$here/stock-kernel.sh")/vmlinuz" "$stage/boot-vmlinuz"
+fi
 if { [ "${REGRESSION:-1}" = 0 ] || [ -n "${ONLY:-}" ]; } && [ -f "$stage/list" ]; then
 	# A subset of the tier's programs: only their rules apply.
 	awk 'NR == FNR { if ($1 !~ /^#/ && NF) ran[$1] = 1; next }

@@ -286,6 +286,17 @@ static void setup_cpuid(void)
 		 */
 		if (c->entries[i].function == 1)
 			c->entries[i].ecx |= (1U << 31) | (1U << 24);
+		/*
+		 * APIC IDs: KVM reports the host CPU's where this thread runs;
+		 * the guest's one vCPU has APIC ID 0, and a mismatch (say,
+		 * the VMM pinned to CPU 1) leaves the guest without timer.
+		 */
+		if (c->entries[i].function == 1)
+			c->entries[i].ebx &= 0x00ffffff;
+		if (c->entries[i].function == 0xb || c->entries[i].function == 0x1f)
+			c->entries[i].edx = 0;
+		if (c->entries[i].function == 0x8000001e)
+			c->entries[i].eax = 0;
 	}
 	if (ioctl(vcpu_fd, KVM_SET_CPUID2, c))
 		ksft_exit_fail_msg("KVM_SET_CPUID2: %s\n", strerror(errno));
