@@ -25,6 +25,16 @@ expect() {	# expect WHAT CONDITION...
 # names FILE REGEX: the summary FILE has a problem line matching REGEX.
 names() { grep -qE -- "^- .*$2" "$1"; }
 
+# run_judged NAME: boot the tests in $work/NAME, judged by $work/NAME/expect;
+# sets rc (run-tier.sh's status) and s (the run's summary).
+run_judged() {
+	rc=0
+	"$top/qemu/run-tier.sh" --tier "harness-$1" --modules stock --tests "$work/$1" \
+		--expect "$work/$1/expect" --results "$work/results-$1" --timeout 300 \
+		>"$work/$1.log" 2>&1 || rc=$?
+	s="$work/results-$1/summary.txt"
+}
+
 # prog DIR NAME [TIMEOUT]: a guest test from the shell body on stdin.
 prog() {
 	{ echo '#!/bin/bash'; cat; } >"$1/$2"
@@ -112,10 +122,7 @@ E
 printf '%s\t%s\n' good "this one passes" renamed "kept case" renamed "old name of a case" \
 	>"$work/bad/expect.cases"
 
-rc=0
-"$top/qemu/run-tier.sh" --tier harness-bad --modules stock --tests "$work/bad" \
-	--expect "$work/bad/expect" --results "$work/results-bad" --timeout 300 >"$work/bad.log" 2>&1 || rc=$?
-s="$work/results-bad/summary.txt"
+run_judged bad
 expect "the bad run fails (status $rc, want 1)" [ "$rc" = 1 ]
 expect "a failing case is named" names "$s" 'fails: "this one fails on purpose" FAILED'
 expect "a WARNING in the guest's log is named" grep -q "deliberate splat" "$s"
@@ -152,10 +159,7 @@ modules skip load kvm_(amd|intel) -- the harness guest loads Debian's modules as
 good pass
 good skip ^(unclosed[ -- a broken regex kills awk
 E
-rc=0
-"$top/qemu/run-tier.sh" --tier harness-judge --modules stock --tests "$work/judge" \
-	--expect "$work/judge/expect" --results "$work/results-judge" --timeout 300 >"$work/judge.log" 2>&1 || rc=$?
-s="$work/results-judge/summary.txt"
+run_judged judge
 expect "a judge that dies fails the tier (status $rc, want 1)" [ "$rc" = 1 ]
 expect "the dead judge is named" names "$s" 'the judge .* died with exit'
 
