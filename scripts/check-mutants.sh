@@ -150,11 +150,16 @@ gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory.*" was SKIPPED \(GUEST_MEMFD
 			BUILD_OBJ="$top/build/obj/mutant-no-direct-map-shim"
 		;;
 	ndm-no-flush)
+		# A stale kernel TLB entry shows only while no full flush has
+		# happened on that CPU since (a context switch may bring one):
+		# the faulted-page probe catches it every time; which of the
+		# later cases also do varies from run to run, so the second
+		# pattern takes any of them.
 		mutate ndm-no-flush virt/kvm/guest_memfd.c \
 			's/(static void kvm_gmem_ndm_flush\(unsigned long start, unsigned long end\)\n\{\n)\tflush_tlb_kernel_range\(start, end\);\n/$1/' || continue
 		must_fail ndm-no-flush shim ours \
 'gmem_ndm_test: "a faulted page is out of the direct map on every CPU; a plain one is in it" FAILED: faulted page: direct map entry absent, readable on [1-9][0-9]* of [0-9]+ CPUs
-gmem_ndm_test: "a write\(\) stalled on its source \(userfaultfd\) has flushed every page already in the file" FAILED: page [0-9]+: still in the direct map' -- \
+gmem_ndm_test: ".*" FAILED: page [0-9]+: still in the direct map' -- \
 			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-no-flush-shim"
 		;;
 	*) die "unknown mutant $m" ;;
