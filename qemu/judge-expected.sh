@@ -50,7 +50,6 @@ BEGIN {
 				continue
 			split(line, w, /\t/)
 			listed[w[1], w[2]] = 1
-			nlisted[w[1]]++
 		} while ((getline line < cases) > 0)
 	}
 	while ((getline line < expect) > 0) {

@@ -47,14 +47,6 @@ static int kvm_fd;
 static bool waits;
 static char wait_saved[16];
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static bool param_set(bool on)
 {
 	return gmem_write_file(GMEM_IN_PLACE_PARAM, on ? "1" : "0");
@@ -434,10 +426,10 @@ static int eagain_until_released(int (*pin)(volatile uint8_t *p, char *why, size
 			r = KSFT_FAIL;
 	}
 	if (r == KSFT_PASS) {
-		t0 = now();
+		t0 = gmem_now();
 		e = gmem_set_attrs(g.fd, 2 * page, 8 * page, PRIVATE, &err_off);
 		if (fail_ms)
-			*fail_ms = (now() - t0) * 1000;
+			*fail_ms = (gmem_now() - t0) * 1000;
 		if (e != -EAGAIN || err_off != pinned * page) {
 			snprintf(why, whylen, "converting pages 2-9 with page %zu referenced: %s, error_offset %#llx; want EAGAIN, %#lx",
 				 pinned, e ? strerror(-e) : "success", (unsigned long long)err_off,
@@ -581,9 +573,9 @@ static int transient_ref_waited(char *why, size_t whylen)
 		goto out;
 	}
 	pthread_create(&thread, NULL, drain_later, &d);
-	t0 = now();
+	t0 = gmem_now();
 	e = gmem_set_attrs(g.fd, 2 * page, 8 * page, PRIVATE, &err_off);
-	ms = (now() - t0) * 1000;
+	ms = (gmem_now() - t0) * 1000;
 	pthread_join(thread, NULL);
 	if (waits && (e || ms < DRAIN_MS * 0.8)) {
 		snprintf(why, whylen, "mm-shim kernel: %s after %.0f ms (error_offset %#llx); want success once the pipe is drained (%d ms)",

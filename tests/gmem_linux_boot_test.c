@@ -94,14 +94,6 @@ static struct {
 	int exit_code;			/* the value written to 0x501, -1: none */
 } g = { .exit_code = -1, .fill_errors = -1, .guest_errors = -1 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static double t0;
 
 /* --- guest memory ------------------------------------------------------- */
@@ -441,7 +433,7 @@ static void guest_line(const char *l)
 	p += strlen("GMEMBOOT ");
 	if (!strncmp(p, "init uptime=", 12)) {
 		g.init = true;
-		g.init_host_s = now() - t0;
+		g.init_host_s = gmem_now() - t0;
 		g.uptime_s = strtod(p + 12, NULL);
 	} else if (!strncmp(p, "memtotal_kib=", 13)) {
 		g.memtotal_kib = strtol(p + 13, NULL, 10);
@@ -558,7 +550,7 @@ static const char *run_guest(void)
 						g.exit_code = *d;
 						return NULL;
 					} else if (port == TIME_PORT && *d >= 1 && *d <= 2) {
-						g.t_sleep[*d] = now();
+						g.t_sleep[*d] = gmem_now();
 					}
 				} else {
 					if (port >= SERIAL_BASE && port < SERIAL_BASE + 8)
@@ -708,10 +700,10 @@ int main(int argc, char **argv)
 
 	sigaction(SIGALRM, &sa, NULL);
 	alarm(timeout_s);
-	t0 = now();
+	t0 = gmem_now();
 	why = run_guest();
 	alarm(0);
-	run_s = now() - t0;
+	run_s = gmem_now() - t0;
 	if (why) {
 		struct kvm_regs regs;
 		struct kvm_sregs sregs;

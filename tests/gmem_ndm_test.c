@@ -1223,10 +1223,18 @@ static const struct gmem_case cases[] = {
  * may sit in a per-CPU batch for a moment) to where it was before the case.
  * A page a case leaks out of the direct map turns its PASS into a FAIL.
  */
-static int ndm_folios_back(long base, char *why, size_t whylen)
+static long ndm_folios_now(void)
+{
+	return gmem_counter(NDM_FOLIOS);
+}
+
+static int ndm_folios_back(const struct gmem_case *c, long base, char *why, size_t whylen)
 {
 	long now = gmem_counter(NDM_FOLIOS);
 
+	/* The unload case reloads kvm, which starts its counters at 0. */
+	if (base < 0 || c->fn == unload_restores_every_page)
+		return KSFT_PASS;
 	for (int i = 0; i < 200 && now > base; i++) {
 		usleep(10000);
 		now = gmem_counter(NDM_FOLIOS);
@@ -1237,28 +1245,10 @@ static int ndm_folios_back(long base, char *why, size_t whylen)
 	return KSFT_FAIL;
 }
 
-/* run_cases() (gmem_vcpu.h), with ndm_folios_back() after each case. */
-static void run_ndm_cases(const struct gmem_case *c, size_t n)
-{
-	char why[512];
-
-	ksft_print_header();
-	ksft_set_plan(n);
-	for (size_t i = 0; i < n; i++) {
-		/* The unload case reloads kvm, which starts its counters at 0. */
-		long base = gmem_counter(NDM_FOLIOS);
-		int ret;
-
-		why[0] = 0;
-		arm_timeout();
-		ret = c[i].fn(why, sizeof(why));
-		alarm(0);
-		if (ret == KSFT_PASS && base >= 0 && c[i].fn != unload_restores_every_page)
-			ret = ndm_folios_back(base, why, sizeof(why));
-		ksft_test_result_code(ret, c[i].name, why[0] ? "%s" : NULL, why);
-	}
-	ksft_finished();
-}
+static const struct gmem_case_check ndm_folios_check = {
+	.before = ndm_folios_now,
+	.after = ndm_folios_back,
+};
 
 int main(void)
 {
@@ -1279,6 +1269,6 @@ int main(void)
 	}
 	gmem_counter(NDM_FLUSHES);	/* mounts debugfs */
 	probe_fd = open(GMEM_DMAP_PROBE_FILE, O_RDONLY | O_CLOEXEC);
-	run_ndm_cases(cases, sizeof(cases) / sizeof(cases[0]));
+	run_cases_checked(cases, sizeof(cases) / sizeof(cases[0]), &ndm_folios_check);
 	return 0;
 }

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -408,6 +409,15 @@ static inline bool gmem_has_mm_hook(void)
 		found = strstr(line, " guestmem_register_free_ops") != NULL;
 	fclose(f);
 	return found;
+}
+
+/* Seconds on CLOCK_MONOTONIC. */
+static inline double gmem_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* A debugfs counter's value, or -1 if it cannot be read. Mounts debugfs. */

@@ -283,23 +283,42 @@ struct gmem_case {
 	int (*fn)(char *why, size_t whylen);
 };
 
-/* Run @n cases, each under its own timeout, as TAP. */
-static inline void run_cases(const struct gmem_case *cases, size_t n)
+/*
+ * A check around every case: before() returns a value that after() gets
+ * back once the case passed; after() may turn that PASS into a FAIL,
+ * saying why.
+ */
+struct gmem_case_check {
+	long (*before)(void);
+	int (*after)(const struct gmem_case *c, long before, char *why, size_t whylen);
+};
+
+/* Run @n cases, each under its own timeout, as TAP; @check may be NULL. */
+static inline void run_cases_checked(const struct gmem_case *cases, size_t n,
+				     const struct gmem_case_check *check)
 {
 	char why[512];
 
 	ksft_print_header();
 	ksft_set_plan(n);
 	for (size_t i = 0; i < n; i++) {
+		long before = check ? check->before() : 0;
 		int ret;
 
 		why[0] = 0;
 		arm_timeout();
 		ret = cases[i].fn(why, sizeof(why));
 		alarm(0);
+		if (ret == KSFT_PASS && check)
+			ret = check->after(&cases[i], before, why, sizeof(why));
 		ksft_test_result_code(ret, cases[i].name, why[0] ? "%s" : NULL, why);
 	}
 	ksft_finished();
+}
+
+static inline void run_cases(const struct gmem_case *cases, size_t n)
+{
+	run_cases_checked(cases, n, NULL);
 }
 
 #endif /* GMEM_VCPU_H */
