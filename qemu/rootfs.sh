@@ -21,6 +21,7 @@ key=$( {
 	dpkg-query -W -f='${Version}\n' debootstrap e2fsprogs
 } | sha256sum | cut -c1-16)
 out="$KVM_GMEM_CACHE/rootfs/rootfs-$suite-$key.ext4"
+[[ -f "$out" ]] || cache_lock "rootfs-$suite-$key"
 if [[ -f "$out" ]]; then
 	echo "$out"
 	exit 0

@@ -40,6 +40,7 @@ esac
 
 key=$( { basename "$tree"; cat "$0" "${patches[@]}" "${fragments[@]}"; } | sha256sum | cut -c1-16)
 out="$KVM_GMEM_CACHE/kernels/$target-$key"
+[ -f "$out/.complete" ] || cache_lock "kernel-$target-$key"
 if [ -f "$out/.complete" ]; then
 	echo "$out"
 	exit 0

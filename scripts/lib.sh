@@ -17,6 +17,18 @@ die() {
 	exit 1
 }
 
+# cache_lock NAME: hold the cache's lock NAME (on fd 9) until this script
+# exits, so that two runs never build the same cache entry at once (make
+# check builds the guest kernels in the background while its first steps
+# need the tree): the second waits, then finds the entry complete.
+cache_lock() {
+	mkdir -p "$KVM_GMEM_CACHE/.locks"
+	exec 9>"$KVM_GMEM_CACHE/.locks/$1.lock"
+	flock -n 9 && return 0
+	step "waiting for another run to finish $1" >&2
+	flock 9
+}
+
 # hash_inputs FILE...: short content hash of files (names and contents), used as cache keys.
 hash_inputs() {
 	for f in "$@"; do

@@ -9,6 +9,7 @@ tarball=/usr/src/linux-source-6.12.tar.xz
 version=$(dpkg-query -W -f='${Version}' linux-source-6.12)
 dir="$KVM_GMEM_CACHE/tree/$version"
 
+[ -f "$dir/.complete" ] || cache_lock "tree-$version"
 if [ ! -f "$dir/.complete" ]; then
 	step "extracting $tarball ($version) into the cache" >&2
 	rm -rf "$dir.tmp" "$dir"
