@@ -15,6 +15,9 @@
 #                    GUEST_MEMFD_FLAG_NO_DIRECT_MAP
 #   ndm-no-flush     shim tier, gmem_ndm_test, our kvm.ko taking pages out of
 #                    the direct map without the kernel TLB flush
+#   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
+#                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
+#                    userspace_addr, not guest_memfd
 # A mutant passes this check only if its run ended in a judged "RESULT:
 # FAIL" of its own (the summary is removed first), its modules loaded (our
 # mutant, or Debian's), no crash, timeout or splat is among the problems,
@@ -33,21 +36,26 @@ fail() {
 	fails=$((fails + 1))
 }
 
-# mutate NAME FILE PERL: mutant_src=build/mutants/NAME, a copy of build/src
-# (the prepared series) with one change, a perl -0p substitution in FILE.
-# The mutation must change the file: one that no longer matches the source
-# is a failure, not a silent no-op.
+# mutate NAME FILE PERL [FILE PERL]...: mutant_src=build/mutants/NAME, a
+# copy of build/src (the prepared series) with one change per FILE, a perl
+# -0p substitution. Each must change its file: one that no longer matches
+# the source is a failure, not a silent no-op.
 mutate() {
-	local name=$1 file=$2 perl=$3 dir="$top/build/mutants/$1"
+	local name=$1 dir="$top/build/mutants/$1" file perl
+	shift
 	[ -f "$top/build/src/.prepared" ] || "$top/scripts/prepare.sh" >/dev/null
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	cp -a "$top/build/src/virt" "$top/build/src/arch" "$top/build/src/include" "$dir/"
-	perl -0pi -e "$perl" "$dir/$file"
-	if cmp -s "$top/build/src/$file" "$dir/$file"; then
-		fail "mutant $name: its change ($perl) no longer applies to $file"
-		return 1
-	fi
+	while [ $# -ge 2 ]; do
+		file=$1 perl=$2
+		shift 2
+		perl -0pi -e "$perl" "$dir/$file"
+		if cmp -s "$top/build/src/$file" "$dir/$file"; then
+			fail "mutant $name: its change ($perl) no longer applies to $file"
+			return 1
+		fi
+	done
 	mutant_src=$dir
 }
 
@@ -119,7 +127,8 @@ must_fail() {
 }
 
 mutants=("$@")
-[ $# -gt 0 ] || mutants=(debian-modules no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush)
+[ $# -gt 0 ] || mutants=(debian-modules no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
+			 ndm-no-gmem-pfncache)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -180,6 +189,19 @@ gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory.*" was SKIPPED \(GUEST_MEMFD
 'gmem_ndm_test: "a faulted page is out of the direct map on every CPU; a plain one is in it" FAILED: faulted page: direct map entry absent, readable on [1-9][0-9]* of [0-9]+ CPUs
 gmem_ndm_test: ".*" FAILED: page [0-9]+: still in the direct map' -- \
 			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-no-flush-shim"
+		;;
+	ndm-no-gmem-pfncache)
+		# KVM's pfn caches and kvm_vcpu_map() back on GUP through
+		# userspace_addr, which refuses NO_DIRECT_MAP memory and need
+		# not map the file.
+		mutate ndm-no-gmem-pfncache \
+			virt/kvm/pfncache.c 's/return !kvm_is_error_gpa\(gpc->gpa\) && kvm_memslot_is_gmem_only\(gpc->memslot\);/return false;/' \
+			virt/kvm/kvm_main.c 's/bool gmem = kvm_memslot_is_gmem_only\(slot\);/bool gmem = false;/' || continue
+		must_fail ndm-no-gmem-pfncache shim ours \
+'gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory that pwrite\(\) populated; KVM writes and updates kvmclock there" FAILED: NO_DIRECT_MAP: KVM did not write kvmclock
+gmem_ndm_test: "a hole punched under kvmclock: .*" FAILED: plain guest_memfd: KVM did not write kvmclock through guest_memfd
+gmem_ndm_test: "a nested guest.s VMCB on NO_DIRECT_MAP memory: .*" FAILED: NO_DIRECT_MAP: VMLOAD of the VMCB ended in .* \(#GP: KVM could not map the VMCB\)' -- \
+			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-no-gmem-pfncache-shim"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

@@ -579,32 +579,67 @@ static const char *run_guest(void)
 }
 
 /*
- * The symbol at @rip of a guest running this same kernel with nokaslr (the
- * stock tier boots Debian's kernel both here and in the guest): this
- * kernel's /proc/kallsyms, shifted by its KASLR offset. For hangs only.
+ * Symbols of a guest running this same kernel with nokaslr (the stock tier
+ * boots Debian's kernel both here and in the guest): this kernel's
+ * /proc/kallsyms, shifted by its KASLR offset. For hangs only.
  */
-static void print_guest_symbol(unsigned long long rip)
+#define GUEST_TEXT	0xffffffff81000000ULL
+#define GUEST_DIRECT	0xffff888000000000ULL	/* the direct map, nokaslr */
+
+static const char *guest_symbol(unsigned long long addr, unsigned long long *off)
 {
+	static char best_name[128];
 	unsigned long long a, text = 0, best = 0;
-	char line[256], name[128], best_name[128] = "?";
+	char line[256], name[128];
 	FILE *f = fopen("/proc/kallsyms", "r");
 
+	snprintf(best_name, sizeof(best_name), "?");
+	*off = 0;
 	while (f && fgets(line, sizeof(line), f))
 		if (sscanf(line, "%llx %*s %127s", &a, name) == 2 && !strcmp(name, "_text"))
 			text = a;
 	if (!f || !text)
 		goto out;
 	rewind(f);
-	rip += text - 0xffffffff81000000ULL;
+	addr += text - GUEST_TEXT;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx %*s %127s", &a, name) == 2 && a <= rip && a > best) {
+		if (sscanf(line, "%llx %*s %127s", &a, name) == 2 && a <= addr && a > best) {
 			best = a;
 			snprintf(best_name, sizeof(best_name), "%s", name);
 		}
-	ksft_print_msg("vCPU at %s+%#llx (if the guest runs this kernel)\n", best_name, rip - best);
+	*off = addr - best;
 out:
 	if (f)
 		fclose(f);
+	return best_name;
+}
+
+/*
+ * Where a hung guest is: RIP, then every word on its stack that points into
+ * the kernel's text, read through our mapping of guest memory (the stack is
+ * in the direct map or, for the boot CPU's first task, the kernel image).
+ */
+static void print_guest_backtrace(unsigned long long rip, unsigned long long rsp)
+{
+	unsigned long long off, phys, word;
+	const char *sym = guest_symbol(rip, &off);
+	int shown = 0;
+
+	ksft_print_msg("vCPU at %s+%#llx (if the guest runs this kernel)\n", sym, off);
+	if (rsp >= GUEST_DIRECT && rsp < GUEST_DIRECT + mem_size)
+		phys = rsp - GUEST_DIRECT;
+	else if (rsp >= 0xffffffff80000000ULL)
+		phys = rsp - 0xffffffff80000000ULL;
+	else
+		return;
+	for (int i = 0; i < 256 && shown < 16 && phys + 8 * (i + 1) <= mem_size; i++) {
+		memcpy(&word, (const void *)(mem + phys + 8 * i), sizeof(word));
+		if (word < GUEST_TEXT || word >= GUEST_TEXT + (64ULL << 20))
+			continue;
+		sym = guest_symbol(word, &off);
+		ksft_print_msg("  stack +%#x: %s+%#llx\n", 8 * i, sym, off);
+		shown++;
+	}
 }
 
 /* Where are the resident pages of guest memory? Count those off @node. */
@@ -714,7 +749,7 @@ int main(int argc, char **argv)
 			ksft_print_msg("vCPU: rip %#llx rsp %#llx rflags %#llx cr3 %#llx, interrupt bitmap %#llx\n",
 				       regs.rip, regs.rsp, regs.rflags, sregs.cr3,
 				       (unsigned long long)sregs.interrupt_bitmap[0]);
-		print_guest_symbol(regs.rip);
+		print_guest_backtrace(regs.rip, regs.rsp);
 	}
 
 	ksft_test_result(g.init, "the guest boots to its init\n");

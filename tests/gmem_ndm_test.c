@@ -522,16 +522,58 @@ out:
 #define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
 #define CLOCK_GPA		0x5000
 
+/* struct pvclock_vcpu_time_info, as KVM writes it at CLOCK_GPA. */
+struct pvclock {
+	uint32_t version, pad0;
+	uint64_t tsc_timestamp, system_time;
+	uint32_t tsc_to_system_mul;
+	int8_t tsc_shift;
+	uint8_t flags, pad[2];
+};
+
+/* kvmclock as the file holds it; false if KVM never wrote it there. */
+static bool read_clock(struct vm *vm, struct pvclock *c)
+{
+	uint8_t *b = (uint8_t *)c;
+
+	for (size_t i = 0; i < sizeof(*c); i++)
+		b[i] = vm->mem[CLOCK_GPA + i];
+	return c->version && !(c->version & 1) && c->tsc_to_system_mul;
+}
+
 /*
- * A vCPU on a gmem-only memslot of a guest_memfd with @flags runs code and
- * checks data that pwrite() put there, with kvmclock enabled on a page of it.
- * Returns a KSFT_* code; *@clock_written says whether KVM wrote the kvmclock
- * page; with NO_DIRECT_MAP, the pages the vCPU used (code and data from
- * pwrite(), the parameter page faulted in through KVM) must be out of the
- * direct map.
+ * KVM_GET_CLOCK, then KVM_SET_CLOCK of the same: every vCPU rewrites its
+ * kvmclock before it next runs.
  */
-static int vcpu_round_with_kvmclock(unsigned long long flags, bool *clock_written,
-				    char *why, size_t whylen)
+static bool clock_update(struct vm *vm, char *why, size_t whylen)
+{
+	struct kvm_clock_data clock = { 0 };
+
+	if (ioctl(vm->vm, KVM_GET_CLOCK, &clock)) {
+		snprintf(why, whylen, "KVM_GET_CLOCK: %s", strerror(errno));
+		return false;
+	}
+	clock.flags = 0;
+	if (ioctl(vm->vm, KVM_SET_CLOCK, &clock)) {
+		snprintf(why, whylen, "KVM_SET_CLOCK: %s", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * A vCPU on a gmem-only memslot of a guest_memfd with @flags runs two rounds
+ * of code and data that pwrite() put there, kvmclock enabled on a page of it
+ * and updated between the rounds; @clock[i] gets kvmclock as the file holds
+ * it after round i, @written[i] whether KVM wrote it. With @punch, the
+ * memslot's userspace_addr is a decoy, not the file's mapping, and a hole is
+ * punched under kvmclock between the rounds: only guest_memfd can tell KVM
+ * that the page it caches is gone. With NO_DIRECT_MAP, every page the vCPU
+ * and KVM used must stay out of the direct map. Returns a KSFT_* code.
+ */
+static int vcpu_rounds_with_kvmclock(unsigned long long flags, bool punch,
+				     struct pvclock clock[2], bool written[2],
+				     char *why, size_t whylen)
 {
 	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
 	uint8_t data[DATA_LEN];
@@ -542,7 +584,8 @@ static int vcpu_round_with_kvmclock(unsigned long long flags, bool *clock_writte
 		  .entry = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = CLOCK_GPA | 1 } };
 	int r;
 
-	r = vm_with_written_code(&vm, flags, guest_code, sizeof(guest_code), why, whylen);
+	r = vm_with_written_code_at(&vm, flags, guest_code, sizeof(guest_code), punch,
+				    why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
 	for (int i = 0; i < DATA_LEN; i++)
@@ -550,47 +593,327 @@ static int vcpu_round_with_kvmclock(unsigned long long flags, bool *clock_writte
 	if (pwrite(vm.gmem, data, DATA_LEN, DATA_GPA) != DATA_LEN) {
 		snprintf(why, whylen, "pwrite of the data: %s", strerror(errno));
 		r = KSFT_FAIL;
-	} else if (ioctl(vm.vcpu, KVM_SET_MSRS, &msr) != 1) {
+		goto out;
+	}
+	if (ioctl(vm.vcpu, KVM_SET_MSRS, &msr) != 1) {
 		snprintf(why, whylen, "KVM_SET_MSRS(MSR_KVM_SYSTEM_TIME_NEW): %s", strerror(errno));
 		r = KSFT_FAIL;
-	} else if (!expect_round(&vm, 0x60, 5, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen)) {
-		r = KSFT_FAIL;
-	} else if ((flags & NDM) && !all_absent(vm.gmem, CODE_GPA, PARAM_GPA + page, NULL, why, whylen)) {
-		r = KSFT_FAIL;
-	} else {
-		/* pvclock_vcpu_time_info: version, then the time; all zero if never written. */
-		*clock_written = gmem_check_zero(vm.mem, CLOCK_GPA, CLOCK_GPA + 32) >= 0;
+		goto out;
 	}
+	for (int i = 0; i < 2; i++) {
+		if (i && punch && fallocate(vm.gmem, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					    CLOCK_GPA, page)) {
+			snprintf(why, whylen, "punching the kvmclock page: %s", strerror(errno));
+			r = KSFT_FAIL;
+			goto out;
+		}
+		/* Time passes between the two clock updates. */
+		if (i)
+			usleep(20000);
+		if (i && !clock_update(&vm, why, whylen)) {
+			r = KSFT_FAIL;
+			goto out;
+		}
+		if (!expect_round(&vm, 0x60, 5, STATUS_MATCH, DATA_GPA + DATA_LEN, i + 1,
+				  why, whylen)) {
+			r = KSFT_FAIL;
+			goto out;
+		}
+		written[i] = read_clock(&vm, &clock[i]);
+	}
+	if ((flags & NDM) && (!all_absent(vm.gmem, CODE_GPA, PARAM_GPA + page, NULL, why, whylen) ||
+			      !all_absent(vm.gmem, CLOCK_GPA, CLOCK_GPA + page, NULL, why, whylen)))
+		r = KSFT_FAIL;
 out:
 	vm_teardown(&vm);
 	return r;
 }
 
 /*
- * A vCPU runs on NO_DIRECT_MAP memory that only pwrite() filled; the pages
- * stay out of the direct map. KVM's pfn caches refuse the memory cleanly:
- * kvmclock placed there is never written (no oops, the guest runs on),
- * while on a plain guest_memfd, the control, it is.
+ * A vCPU runs on memory that only pwrite() filled, NO_DIRECT_MAP and, the
+ * control, plain guest_memfd; the pages stay out of the direct map. KVM
+ * writes kvmclock placed there, through its pfn cache, and updates it.
  */
 static int vcpu_runs_on_the_memory(char *why, size_t whylen)
 {
-	bool plain_clock = false, ndm_clock = true;
+	static const struct {
+		const char *name;
+		unsigned long long flags;
+	} files[] = {
+		{ "plain guest_memfd", SHARED | GUEST_MEMFD_FLAG_WRITE },
+		{ "NO_DIRECT_MAP", SHARED | GUEST_MEMFD_FLAG_WRITE | NDM },
+	};
+	int r = need_flag_and_probe(why, whylen);
+
+	for (size_t f = 0; f < 2 && r == KSFT_PASS; f++) {
+		struct pvclock clock[2];
+		bool written[2] = { false, false };
+
+		r = vcpu_rounds_with_kvmclock(files[f].flags, false, clock, written, why, whylen);
+		if (r != KSFT_PASS)
+			break;
+		if (!written[0] || !written[1]) {
+			snprintf(why, whylen, "%s: KVM did not write kvmclock (after round %d)",
+				 files[f].name, written[0] ? 2 : 1);
+			r = KSFT_FAIL;
+		} else if (clock[1].system_time <= clock[0].system_time) {
+			snprintf(why, whylen, "%s: kvmclock did not advance: system_time %llu, then %llu 20 ms later",
+				 files[f].name, (unsigned long long)clock[0].system_time,
+				 (unsigned long long)clock[1].system_time);
+			r = KSFT_FAIL;
+		}
+	}
+	return r;
+}
+
+/*
+ * A hole punched under kvmclock, with the memslot's userspace_addr a decoy
+ * (no mmu_notifier event reaches KVM's cache): guest_memfd itself must drop
+ * the page from KVM's pfn cache, so the next clock update goes to the new
+ * page, not to the freed one.
+ */
+static int punch_under_kvmclock(char *why, size_t whylen)
+{
+	static const struct {
+		const char *name;
+		unsigned long long flags;
+	} files[] = {
+		{ "plain guest_memfd", SHARED | GUEST_MEMFD_FLAG_WRITE },
+		{ "NO_DIRECT_MAP", SHARED | GUEST_MEMFD_FLAG_WRITE | NDM },
+	};
+	int r = need_flag_and_probe(why, whylen);
+
+	for (size_t f = 0; f < 2 && r == KSFT_PASS; f++) {
+		struct pvclock clock[2];
+		bool written[2] = { false, false };
+
+		r = vcpu_rounds_with_kvmclock(files[f].flags, true, clock, written, why, whylen);
+		if (r != KSFT_PASS)
+			break;
+		if (!written[0]) {
+			snprintf(why, whylen, "%s: KVM did not write kvmclock through guest_memfd (userspace_addr is a decoy)",
+				 files[f].name);
+			r = KSFT_FAIL;
+		} else if (!written[1]) {
+			snprintf(why, whylen, "%s: after the hole punch, kvmclock in the file stays zero: KVM kept writing the freed page",
+				 files[f].name);
+			r = KSFT_FAIL;
+		}
+	}
+	return r;
+}
+
+/*
+ * Nested SVM: KVM reads a nested guest's VMCB with kvm_vcpu_map() (VMRUN,
+ * VMLOAD, VMSAVE). The vCPU, in 64-bit mode with EFER.SVME, runs VMLOAD on
+ * a VMCB that pwrite() put into guest memory, then HLT. KVM's VMLOAD
+ * intercept copies the VMCB's KernelGsBase and LSTAR into the vCPU, where
+ * KVM_GET_MSRS reads them. Had KVM failed to map the VMCB, the guest would
+ * have got #GP and, without an IDT, a triple fault (KVM_EXIT_SHUTDOWN).
+ */
+#define LM_PML4_GPA		0x6000
+#define LM_PDPT_GPA		0x7000
+#define LM_PD_GPA		0x8000
+#define VMCB_GPA		0x9000
+#define VMCB_TR			0x490	/* struct vmcb_seg: selector, attrib, limit, base */
+#define VMCB_LSTAR		0x608
+#define VMCB_KERNEL_GS_BASE	0x620
+#define MSR_LSTAR		0xc0000082
+#define MSR_KERNEL_GS_BASE	0xc0000102
+#define WANT_LSTAR		0xffffffff81234560ULL
+#define WANT_KERNEL_GS_BASE	0xffff888012345000ULL
+
+static const uint8_t vmload_code[] = {
+	0x48, 0xc7, 0xc0, 0x00, 0x90, 0x00, 0x00,	/* mov  $VMCB_GPA, %rax */
+	0x0f, 0x01, 0xda,				/* vmload               */
+	0xf4,						/* hlt                  */
+};
+
+static bool pwrite_page(int fd, const void *buf, long gpa, char *why, size_t whylen)
+{
+	if (pwrite(fd, buf, page, gpa) == page)
+		return true;
+	snprintf(why, whylen, "pwrite at %#lx: %s", gpa, strerror(errno));
+	return false;
+}
+
+/* vCPU 0 at CODE_GPA in 64-bit mode, identity-mapped 2 MiB, EFER.SVME, no IDT. */
+static int vcpu_long_mode_with_svm(struct vm *vm, char *why, size_t whylen)
+{
+	struct kvm_segment code = { .limit = 0xffffffff, .selector = 8, .type = 11,
+				    .present = 1, .s = 1, .l = 1, .g = 1 };
+	struct kvm_segment data = { .limit = 0xffffffff, .selector = 16, .type = 3,
+				    .present = 1, .s = 1, .db = 1, .g = 1 };
+	uint64_t *t = calloc(1, page);
+	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + 256 * sizeof(c->entries[0]));
+	struct kvm_sregs sregs;
+	struct kvm_regs regs = { .rip = CODE_GPA, .rflags = 2 };
+	bool svm = false;
+	int r = KSFT_FAIL;
+
+	if (!t || !c)
+		goto out;
+	c->nent = 256;
+	if (ioctl(vm->kvm, KVM_GET_SUPPORTED_CPUID, c)) {
+		snprintf(why, whylen, "KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
+		goto out;
+	}
+	for (uint32_t i = 0; i < c->nent; i++)
+		if (c->entries[i].function == 0x80000001)
+			svm = c->entries[i].ecx & (1U << 2);
+	if (!svm) {
+		snprintf(why, whylen, "KVM offers no SVM to its guests (kvm_amd.nested=0?)");
+		goto out;
+	}
+	if (ioctl(vm->vcpu, KVM_SET_CPUID2, c)) {
+		snprintf(why, whylen, "KVM_SET_CPUID2: %s", strerror(errno));
+		goto out;
+	}
+	t[0] = LM_PDPT_GPA | 3;
+	if (!pwrite_page(vm->gmem, t, LM_PML4_GPA, why, whylen))
+		goto out;
+	t[0] = LM_PD_GPA | 3;
+	if (!pwrite_page(vm->gmem, t, LM_PDPT_GPA, why, whylen))
+		goto out;
+	t[0] = 0x83;		/* 2 MiB page at 0, present, writable */
+	if (!pwrite_page(vm->gmem, t, LM_PD_GPA, why, whylen))
+		goto out;
+	if (ioctl(vm->vcpu, KVM_GET_SREGS, &sregs)) {
+		snprintf(why, whylen, "KVM_GET_SREGS: %s", strerror(errno));
+		goto out;
+	}
+	sregs.cs = code;
+	sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = data;
+	sregs.idt.base = 0;
+	sregs.idt.limit = 0;
+	sregs.cr0 = 0x80000031;		/* PG, NE, ET, PE */
+	sregs.cr3 = LM_PML4_GPA;
+	sregs.cr4 = 0x20;		/* PAE */
+	sregs.efer = 0x1500;		/* SVME, LMA, LME */
+	if (ioctl(vm->vcpu, KVM_SET_SREGS, &sregs)) {
+		snprintf(why, whylen, "KVM_SET_SREGS (64-bit, EFER.SVME): %s", strerror(errno));
+		goto out;
+	}
+	if (ioctl(vm->vcpu, KVM_SET_REGS, &regs)) {
+		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
+		goto out;
+	}
+	r = KSFT_PASS;
+out:
+	free(t);
+	free(c);
+	return r;
+}
+
+/*
+ * VMLOAD of a VMCB in a guest_memfd with @flags; what the vCPU holds after.
+ * Returns a KSFT_* code; @exit_reason is KVM_RUN's last exit.
+ */
+static int vmload_from(unsigned long long flags, uint32_t *exit_reason, uint64_t *lstar,
+		       uint64_t *kernel_gs_base, char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	uint8_t *vmcb = calloc(1, page);
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry entries[2];
+	} msrs = { .hdr.nmsrs = 2,
+		   .entries = { { .index = MSR_LSTAR }, { .index = MSR_KERNEL_GS_BASE } } };
+	uint16_t tr_attrib = 0x8b, ldtr_attrib = 0x82;	/* busy 64-bit TSS; LDT */
+	uint32_t seg_limit = 0xffff;
+	uint64_t v;
 	int r;
 
-	r = need_flag_and_probe(why, whylen);
+	r = vm_with_written_code(&vm, flags, vmload_code, sizeof(vmload_code), why, whylen);
+	if (r == KSFT_PASS && !vmcb)
+		r = KSFT_FAIL;
 	if (r == KSFT_PASS)
-		r = vcpu_round_with_kvmclock(SHARED | GUEST_MEMFD_FLAG_WRITE, &plain_clock,
-					     why, whylen);
-	if (r == KSFT_PASS && !plain_clock) {
-		snprintf(why, whylen, "control: KVM did not write kvmclock on a plain guest_memfd");
+		r = vcpu_long_mode_with_svm(&vm, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	/* TR and LDTR as a vCPU has them at reset: VMLOAD loads them too. */
+	memcpy(vmcb + VMCB_TR + 2, &tr_attrib, 2);
+	memcpy(vmcb + VMCB_TR + 4, &seg_limit, 4);
+	memcpy(vmcb + VMCB_TR - 0x20 + 2, &ldtr_attrib, 2);	/* ldtr, 0x470 */
+	memcpy(vmcb + VMCB_TR - 0x20 + 4, &seg_limit, 4);
+	v = WANT_LSTAR;
+	memcpy(vmcb + VMCB_LSTAR, &v, 8);
+	v = WANT_KERNEL_GS_BASE;
+	memcpy(vmcb + VMCB_KERNEL_GS_BASE, &v, 8);
+	if (!pwrite_page(vm.gmem, vmcb, VMCB_GPA, why, whylen)) {
+		r = KSFT_FAIL;
+		goto out;
+	}
+	arm_timeout();
+	if (ioctl(vm.vcpu, KVM_RUN, 0)) {
+		snprintf(why, whylen, "KVM_RUN: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	alarm(0);
+	*exit_reason = vm.run->exit_reason;
+	if (ioctl(vm.vcpu, KVM_GET_MSRS, &msrs) != 2) {
+		snprintf(why, whylen, "KVM_GET_MSRS: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	*lstar = msrs.entries[0].data;
+	*kernel_gs_base = msrs.entries[1].data;
+	if ((flags & NDM) && !all_absent(vm.gmem, VMCB_GPA, VMCB_GPA + page, NULL, why, whylen))
+		r = KSFT_FAIL;
+out:
+	free(vmcb);
+	vm_teardown(&vm);
+	return r;
+}
+
+/*
+ * A nested guest's VMCB on NO_DIRECT_MAP memory, and on a plain guest_memfd
+ * (the control): KVM maps it and VMLOAD loads it.
+ */
+static int nested_vmcb_on_the_memory(char *why, size_t whylen)
+{
+	static const struct {
+		const char *name;
+		unsigned long long flags;
+	} files[] = {
+		{ "plain guest_memfd", SHARED | GUEST_MEMFD_FLAG_WRITE },
+		{ "NO_DIRECT_MAP", SHARED | GUEST_MEMFD_FLAG_WRITE | NDM },
+	};
+	int r = need_flag_and_probe(why, whylen);
+	FILE *param = fopen("/sys/module/kvm_amd/parameters/vls", "r");
+	char vls = 'N';
+
+	/* With virtual VMLOAD, the CPU loads the VMCB itself: KVM maps nothing. */
+	if (param) {
+		if (fscanf(param, " %c", &vls) != 1)
+			vls = '?';
+		fclose(param);
+	}
+	if (r == KSFT_PASS && vls != 'N') {
+		snprintf(why, whylen, "kvm_amd.vls=%c: VMLOAD is not intercepted, so it tests nothing of KVM's",
+			 vls);
 		r = KSFT_FAIL;
 	}
-	if (r == KSFT_PASS)
-		r = vcpu_round_with_kvmclock(SHARED | GUEST_MEMFD_FLAG_WRITE | NDM, &ndm_clock,
-					     why, whylen);
-	if (r == KSFT_PASS && ndm_clock) {
-		snprintf(why, whylen, "KVM wrote kvmclock into NO_DIRECT_MAP memory");
-		r = KSFT_FAIL;
+	for (size_t f = 0; f < 2 && r == KSFT_PASS; f++) {
+		uint32_t exit_reason = 0;
+		uint64_t lstar = 0, gs = 0;
+
+		r = vmload_from(files[f].flags, &exit_reason, &lstar, &gs, why, whylen);
+		if (r != KSFT_PASS)
+			break;
+		if (exit_reason != KVM_EXIT_HLT) {
+			snprintf(why, whylen, "%s: VMLOAD of the VMCB ended in %s, not HLT%s",
+				 files[f].name, exit_name(exit_reason),
+				 exit_reason == KVM_EXIT_SHUTDOWN ?
+				 " (#GP: KVM could not map the VMCB)" : "");
+			r = KSFT_FAIL;
+		} else if (lstar != WANT_LSTAR || gs != WANT_KERNEL_GS_BASE) {
+			snprintf(why, whylen, "%s: after VMLOAD, LSTAR %#llx and KernelGsBase %#llx, want %#llx and %#llx",
+				 files[f].name, (unsigned long long)lstar, (unsigned long long)gs,
+				 WANT_LSTAR, WANT_KERNEL_GS_BASE);
+			r = KSFT_FAIL;
+		}
 	}
 	return r;
 }
@@ -1199,8 +1522,12 @@ static const struct gmem_case cases[] = {
 	  freed_pages_return_to_direct_map },
 	{ "GUP refuses the memory (process_vm_*, vmsplice, mlock, /proc/self/mem, O_DIRECT); a plain guest_memfd's it takes",
 	  gup_refuses_the_memory },
-	{ "a vCPU runs on NO_DIRECT_MAP memory that pwrite() populated; kvmclock there is refused",
+	{ "a vCPU runs on NO_DIRECT_MAP memory that pwrite() populated; KVM writes and updates kvmclock there",
 	  vcpu_runs_on_the_memory },
+	{ "a hole punched under kvmclock: KVM's pfn cache lets the freed page go (userspace_addr a decoy)",
+	  punch_under_kvmclock },
+	{ "a nested guest's VMCB on NO_DIRECT_MAP memory: KVM maps it and VMLOAD loads it",
+	  nested_vmcb_on_the_memory },
 	{ "KVM's instruction emulator reads guest code from NO_DIRECT_MAP memory (an MMIO store exits)",
 	  emulation_reads_the_memory },
 	{ "faults and fallocate() allocate only what they map or fill; closing the files gives it all back",

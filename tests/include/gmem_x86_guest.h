@@ -74,11 +74,14 @@ static inline int vcpu_real_mode_at_code(int vcpu, char *why, size_t whylen)
 /*
  * A default VM whose gmem-only memslot is a guest_memfd with @flags (which
  * must include GUEST_MEMFD_FLAG_WRITE), @len bytes of @code at CODE_GPA,
- * put there with pwrite() only, and vCPU 0 in real mode at it. Returns a
- * KSFT_* code; vm_teardown() after, whatever it returned.
+ * put there with pwrite() only, and vCPU 0 in real mode at it. The
+ * memslot's userspace_addr is vm->mem, the file's mapping, or with @decoy
+ * vm->other (vm_map_decoy()), which KVM must then never use for it. Returns
+ * a KSFT_* code; vm_teardown() after, whatever it returned.
  */
-static inline int vm_with_written_code(struct vm *vm, unsigned long long flags,
-				       const uint8_t *code, size_t len, char *why, size_t whylen)
+static inline int vm_with_written_code_at(struct vm *vm, unsigned long long flags,
+					  const uint8_t *code, size_t len, bool decoy,
+					  char *why, size_t whylen)
 {
 	struct kvm_userspace_memory_region2 region;
 	long page = sysconf(_SC_PAGESIZE);
@@ -92,12 +95,14 @@ static inline int vm_with_written_code(struct vm *vm, unsigned long long flags,
 		return KSFT_FAIL;
 	}
 	r = vm_create_with_gmem(vm, 0, flags, why, whylen);
+	if (r == KSFT_PASS && decoy && !vm_map_decoy(vm, why, whylen))
+		r = KSFT_FAIL;
 	if (r == KSFT_PASS) {
 		region = (struct kvm_userspace_memory_region2){
 			.slot = 0,
 			.flags = KVM_MEM_GUEST_MEMFD,
 			.memory_size = MEM_SIZE,
-			.userspace_addr = (uintptr_t)vm->mem,
+			.userspace_addr = (uintptr_t)(decoy ? vm->other : vm->mem),
 			.guest_memfd = vm->gmem,
 		};
 		memcpy(buf, code, len);
@@ -113,6 +118,12 @@ static inline int vm_with_written_code(struct vm *vm, unsigned long long flags,
 		r = vcpu_real_mode_at_code(vm->vcpu, why, whylen);
 	free(buf);
 	return r;
+}
+
+static inline int vm_with_written_code(struct vm *vm, unsigned long long flags,
+				       const uint8_t *code, size_t len, char *why, size_t whylen)
+{
+	return vm_with_written_code_at(vm, flags, code, len, false, why, whylen);
 }
 
 static inline const char *exit_name(unsigned int reason)
