@@ -61,9 +61,83 @@ run_guest() {
 	step "bench: $name: $(sed -n 's/^meta,seconds,//p' "$out/$name.csv") s in the guest"
 }
 
+# run_boot: the boot rows (issue 28). gmem_linux_boot_test boots Debian's
+# kernel in a nested guest $reps times per memory kind, interleaved; its
+# "# time:" lines become rows of ours.csv: boot to init and the guest's
+# 64 MiB fill on guest_memfd against anonymous memory (4 KiB pages both),
+# and with TIER=shim NO_DIRECT_MAP against plain guest_memfd. Ratios are
+# per round, median [min-max] over the rounds.
+run_boot() {
+	local stage="$top/build/stage/bench-boot" results="$out/boot" kinds="anon gmem" rc=0
+	[ "${TIER:-stock}" != shim ] || kinds="anon gmem ndm"
+	step "bench: Linux boots, $reps rounds of: $kinds"
+	make -s -C "$top/tests" KVM_GMEM_SRC="$top/build/src" OUT="$top/build/tests" \
+		"$top/build/tests/gmem_linux_boot_test" "$top/build/tests/boot-init"
+	rm -rf "$stage" "$results"
+	mkdir -p "$stage"
+	cp "$top/build/tests/gmem_linux_boot_test" "$top/build/tests/boot-init" "$stage/"
+	cp "$("$top/qemu/stock-kernel.sh")/vmlinuz" "$stage/boot-vmlinuz"
+	cat > "$stage/boot-bench" <<EOS
+#!/bin/sh
+d=\$(dirname "\$0")
+for rep in \$(seq 1 $reps); do
+	for kind in $kinds; do
+		echo "# bench round \$rep kind \$kind"
+		"\$d/gmem_linux_boot_test" -M "\$kind" 2>&1 | grep -E '^(# time:|not ok|Bail)'
+	done
+done
+EOS
+	chmod +x "$stage/boot-bench"
+	echo "boot-bench $((reps * 3 * 120)) exit-status" > "$stage/list"
+	"$top/qemu/test-tier.sh" "${TIER:-stock}" --tier bench-boot --results "$results" \
+		--tests "$stage" --expect "" > "$out/boot.log" 2>&1 || rc=$?
+	[ -f "$results/boot-bench.tap" ] || die "bench: the boot run left no output (status $rc): see $out/boot.log"
+	# rows: summary,CASE,VARIANT,s,REF,median,min,max,n and ratio,CASE,VARIANT,REF,median,min,max,n
+	awk '
+	function med(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	function row(c, v, ref, what, refwhat,   n, m, r, k, lo, hi, x, q) {
+		n = 0; m = 0; lo = ""; hi = ""
+		for (r = 1; r <= rounds; r++) {
+			k = what SUBSEP v SUBSEP r
+			if (!(k in t)) continue
+			x[++n] = t[k]
+			if (lo == "" || t[k] < lo) lo = t[k]
+			if (hi == "" || t[k] > hi) hi = t[k]
+			if ((refwhat SUBSEP ref SUBSEP r) in t) q[++m] = t[k] / t[refwhat SUBSEP ref SUBSEP r]
+		}
+		if (n == 0) { printf "summary,%s,%s,s,%s,n/a,,,0,boot did not finish\n", c, name[v], name[ref]; return }
+		printf "summary,%s,%s,s,%s,%g,%g,%g,%d,\n", c, name[v], name[ref], med(x, n), lo, hi, n
+		if (m == 0) return
+		lo = q[1]; hi = q[1]
+		for (r = 1; r <= m; r++) { if (q[r] < lo) lo = q[r]; if (q[r] > hi) hi = q[r] }
+		printf "ratio,%s,%s,%s,%g,%g,%g,%d\n", c, name[v], name[ref], med(q, m), lo, hi, m
+	}
+	BEGIN { name["anon"] = "anon"; name["gmem"] = "gmem"; name["ndm"] = "gmem_ndm" }
+	/^# bench round / { r = $4; kind = $6; if (r > rounds) rounds = r; next }
+	/^# time: boot to init/ { t["boot" SUBSEP kind SUBSEP r] = $(NF - 1); next }
+	/^# time: guest fill and check/ { t["fill" SUBSEP kind SUBSEP r] = $(NF - 1) / 1000; next }
+	END {
+		row("boot_to_init", "anon", "anon", "boot", "boot")
+		row("boot_to_init", "gmem", "anon", "boot", "boot")
+		row("boot_fill", "anon", "anon", "fill", "fill")
+		row("boot_fill", "gmem", "anon", "fill", "fill")
+		if (ndm) {
+			row("ndm_boot_to_init", "gmem", "gmem", "boot", "boot")
+			row("ndm_boot_to_init", "ndm", "gmem", "boot", "boot")
+			row("ndm_boot_fill", "gmem", "gmem", "fill", "fill")
+			row("ndm_boot_fill", "ndm", "gmem", "fill", "fill")
+		}
+	}' ndm=$([ "${TIER:-stock}" = shim ] && echo 1 || echo 0) "$results/boot-bench.tap" >> "$out/ours.csv"
+	step "bench: boot rows: $(grep -c '^summary,.*boot' "$out/ours.csv") (log: $out/boot.log)"
+}
+
 failed_runs=()
 if [ "${BENCH_REPORT_ONLY:-0}" = 0 ]; then
 	run_guest ours MODULES=ours
+	case ",${BENCH_CASES:-boot}," in *boot*) run_boot ;; esac
 	if [ "${BENCH_STOCK:-1}" != 0 ]; then
 		run_guest stock MODULES=stock
 	else
@@ -194,6 +268,10 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 	$1 == "footprint_memavail" && $2 == "gmem_inplace" { chk("footprint, VM converting in place, MemAvailable", $9, 1.02) }
 	$1 == "numa_first_touch" && $2 == "gmem_bind_local" { chk("NUMA policy lookup: bound to the local node vs none", $9, 1.03) }
 	$1 == "numa_first_touch" && $2 == "gmem_bind_remote" { printf "  %-44s %s (no target)\n", "NUMA: bound to the remote node vs none", $9 == "" ? "n/a" : sprintf("%.3f", $9) }
+	$1 == "boot_to_init" && $2 == "gmem" { chk("Linux boot to init, guest_memfd vs anon", $9, 1.05) }
+	$1 == "boot_fill" && $2 == "gmem" { chk("Linux guest 64 MiB fill, guest_memfd vs anon", $9, 1.05) }
+	$1 == "ndm_boot_to_init" && $2 == "gmem_ndm" { chk("Linux boot, NO_DIRECT_MAP vs plain gmem", $9, 1.30) }
+	$1 == "ndm_boot_fill" && $2 == "gmem_ndm" { chk("Linux fill, NO_DIRECT_MAP vs plain gmem", $9, 1.30) }
 	$1 == "ndm_first_touch" && $2 == "gmem_ndm" { chk("NO_DIRECT_MAP first touch vs plain gmem", $9, 1.30) }
 	$1 == "ndm_fallocate" && $2 == "gmem_ndm" { printf "  %-44s %s (zeroes what plain gmem zeroes at fault: see fallocate_touch)\n", "NO_DIRECT_MAP fallocate() alone vs plain gmem", $9 == "" ? "n/a" : sprintf("%.3f", $9) }
 	$1 == "ndm_fallocate_touch" && $2 == "gmem_ndm" { chk("NO_DIRECT_MAP fallocate()+touch vs plain gmem", $9, 1.20) }

@@ -75,7 +75,7 @@
 static const char *mode = "gmem";
 static bool use_write, bind_other;
 static size_t mem_size = 256UL << 20;
-static int timeout_s = 600;
+static int timeout_s = 200;	/* under the lists' 300 s, to report a hang itself */
 static char kernel_path[PATH_MAX], init_path[PATH_MAX], extra_args[1024];
 
 static int kvm_fd, vm_fd, vcpu_fd, gmem_fd = -1;
@@ -209,6 +209,9 @@ static void create_vm(void)
 	if (!strcmp(mode, "anon")) {
 		mem = mmap(NULL, mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 			   -1, 0);
+		/* 4 KiB pages, as guest_memfd has (order 0): like with like. */
+		if (mem != MAP_FAILED && madvise(mem, mem_size, MADV_NOHUGEPAGE))
+			ksft_exit_fail_msg("madvise(MADV_NOHUGEPAGE): %s\n", strerror(errno));
 	} else {
 		if (!strcmp(mode, "gmem") || !strcmp(mode, "ndm"))
 			args.flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
@@ -216,6 +219,9 @@ static void create_vm(void)
 			args.flags |= GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
 		if (use_write)
 			args.flags |= GUEST_MEMFD_FLAG_WRITE;
+		/* NO_DIRECT_MAP needs mm-shim 0007's exports: the shim kernel's. */
+		if (!strcmp(mode, "ndm") && gmem_kernel_exports("guestmem_no_direct_map_get") == 0)
+			ksft_exit_skip("GUEST_MEMFD_FLAG_NO_DIRECT_MAP needs the mm-shim kernel\n");
 		if (args.flags && !gmem_has_flags(vm_fd, args.flags)) {
 			if (gmem_skip_or_fail() == KSFT_SKIP)
 				ksft_exit_skip("guest_memfd flags %#llx not offered (not our modules)\n",
@@ -313,6 +319,115 @@ static void setup_cpuid(void)
 	free(c);
 }
 
+/*
+ * An Intel MultiProcessor Specification 1.4 table: one CPU, the in-kernel
+ * IOAPIC with ISA IRQ n on its pin n (KVM's default routing), the LAPIC's
+ * LINT0 as ExtINT and LINT1 as NMI. Without it (and without ACPI) Linux
+ * runs its local APIC in virtual wire mode without configuration, where it
+ * never sets up the LAPIC timer and ticks on the PIT; KVM's PIT under
+ * nested TCG now and then loses a one-shot interrupt, and the guest sleeps
+ * for good. With it the guest ticks on the TSC-deadline LAPIC timer and
+ * needs no PIT at all. At the last KiB of base memory, which Linux scans.
+ */
+struct mp_floating_pointer {
+	char signature[4];		/* "_MP_" */
+	uint32_t config_table;
+	uint8_t length;			/* in 16-byte units: 1 */
+	uint8_t revision;		/* 4: MP spec 1.4 */
+	uint8_t checksum;
+	uint8_t features[5];		/* all 0: there is a config table */
+} __attribute__((packed));
+
+struct mp_config_table {
+	char signature[4];		/* "PCMP" */
+	uint16_t length;		/* with the entries */
+	uint8_t revision;
+	uint8_t checksum;
+	char oem[8], product[12];
+	uint32_t oem_table;
+	uint16_t oem_table_size, entries;
+	uint32_t lapic;
+	uint16_t ext_length;
+	uint8_t ext_checksum, reserved;
+} __attribute__((packed));
+
+struct mp_processor {
+	uint8_t type, apic_id, apic_version, flags;	/* type 0; flags: enabled, boot CPU */
+	uint32_t signature, features, reserved[2];
+} __attribute__((packed));
+
+struct mp_bus {
+	uint8_t type, id;				/* type 1 */
+	char name[6];
+} __attribute__((packed));
+
+struct mp_ioapic {
+	uint8_t type, id, version, flags;		/* type 2 */
+	uint32_t address;
+} __attribute__((packed));
+
+struct mp_irq {
+	uint8_t type, irq_type;				/* type 3 (IOAPIC) or 4 (LAPIC) */
+	uint16_t irq_flags;
+	uint8_t src_bus, src_irq, dst_apic, dst_pin;
+} __attribute__((packed));
+
+#define MP_GPA		EBDA_START
+#define MP_IOAPIC_ID	1
+
+static uint8_t mp_checksum(const void *p, size_t len)
+{
+	uint8_t sum = 0;
+
+	for (size_t i = 0; i < len; i++)
+		sum += ((const uint8_t *)p)[i];
+	return (uint8_t)-sum;
+}
+
+static void put_mp_table(void)
+{
+	uint8_t buf[1024] = { 0 };
+	struct mp_floating_pointer *mpf = (void *)buf;
+	struct mp_config_table *mpc = (void *)(buf + sizeof(*mpf));
+	uint8_t *p = (uint8_t *)(mpc + 1);
+	uint16_t n = 0;
+
+	*(struct mp_processor *)p = (struct mp_processor){
+		.type = 0, .apic_id = 0, .apic_version = 0x14, .flags = 3,
+		.signature = 0x600, .features = 0x201 };	/* FPU, APIC */
+	p += sizeof(struct mp_processor), n++;
+	*(struct mp_bus *)p = (struct mp_bus){ .type = 1, .id = 0, .name = "ISA   " };
+	p += sizeof(struct mp_bus), n++;
+	*(struct mp_ioapic *)p = (struct mp_ioapic){
+		.type = 2, .id = MP_IOAPIC_ID, .version = 0x11, .flags = 1, .address = 0xfec00000 };
+	p += sizeof(struct mp_ioapic), n++;
+	for (uint8_t irq = 0; irq < 16; irq++) {
+		*(struct mp_irq *)p = (struct mp_irq){
+			.type = 3, .irq_type = 0, .src_irq = irq, .dst_apic = MP_IOAPIC_ID, .dst_pin = irq };
+		p += sizeof(struct mp_irq), n++;
+	}
+	*(struct mp_irq *)p = (struct mp_irq){ .type = 4, .irq_type = 3, .dst_apic = 0xff, .dst_pin = 0 };
+	p += sizeof(struct mp_irq), n++;
+	*(struct mp_irq *)p = (struct mp_irq){ .type = 4, .irq_type = 1, .dst_apic = 0xff, .dst_pin = 1 };
+	p += sizeof(struct mp_irq), n++;
+
+	memcpy(mpc->signature, "PCMP", 4);
+	mpc->length = p - (uint8_t *)mpc;
+	mpc->revision = 4;
+	memcpy(mpc->oem, "KVMGMEM ", 8);
+	memcpy(mpc->product, "BOOTTEST    ", 12);
+	mpc->entries = n;
+	mpc->lapic = 0xfee00000;
+	mpc->checksum = mp_checksum(mpc, mpc->length);
+
+	memcpy(mpf->signature, "_MP_", 4);
+	mpf->config_table = MP_GPA + sizeof(*mpf);
+	mpf->length = 1;
+	mpf->revision = 4;
+	mpf->checksum = mp_checksum(mpf, sizeof(*mpf));
+	guest_put(MP_GPA, buf, p - buf);
+}
+
 /* Load the kernel, initramfs, command line, boot_params, GDT, page tables. */
 static void load_guest(void)
 {
@@ -360,6 +475,7 @@ static void load_guest(void)
 	e[2] = (struct boot_e820_entry){ 0x100000, mem_size - 0x100000, 1 };
 	bp.e820_entries = 3;
 	guest_put(ZERO_PAGE_GPA, &bp, sizeof(bp));
+	put_mp_table();
 
 	guest_put(GDT_GPA, gdt, sizeof(gdt));
 	/* Identity map of the first 4 GiB with 2 MiB pages. */
@@ -584,7 +700,6 @@ static const char *run_guest(void)
  * /proc/kallsyms, shifted by its KASLR offset. For hangs only.
  */
 #define GUEST_TEXT	0xffffffff81000000ULL
-#define GUEST_DIRECT	0xffff888000000000ULL	/* the direct map, nokaslr */
 
 static const char *guest_symbol(unsigned long long addr, unsigned long long *off)
 {
@@ -615,31 +730,82 @@ out:
 }
 
 /*
- * Where a hung guest is: RIP, then every word on its stack that points into
- * the kernel's text, read through our mapping of guest memory (the stack is
- * in the direct map or, for the boot CPU's first task, the kernel image).
+ * Guest virtual to guest physical through the guest's own page tables
+ * (4- or 5-level, 1 GiB and 2 MiB pages); ~0 if unmapped.
  */
-static void print_guest_backtrace(unsigned long long rip, unsigned long long rsp)
+static uint64_t guest_phys(uint64_t cr3, bool la57, uint64_t va)
 {
-	unsigned long long off, phys, word;
-	const char *sym = guest_symbol(rip, &off);
+	uint64_t table = cr3 & 0x000ffffffffff000ULL, e;
+
+	for (int level = la57 ? 5 : 4; level >= 1; level--) {
+		int shift = 12 + 9 * (level - 1);
+		uint64_t at = table + 8 * ((va >> shift) & 511);
+
+		if (at + 8 > mem_size)
+			return ~0ULL;
+		memcpy(&e, mem + at, 8);
+		if (!(e & 1))
+			return ~0ULL;
+		if (level == 1 || (level <= 3 && (e & 0x80)))
+			return (e & 0x000ffffffffff000ULL & ~((1ULL << shift) - 1)) |
+			       (va & ((1ULL << shift) - 1));
+		table = e & 0x000ffffffffff000ULL;
+	}
+	return ~0ULL;
+}
+
+/*
+ * Where a hung guest is: RIP, then every word on its stack that points into
+ * the kernel's text, read through our mapping of guest memory.
+ */
+static void print_guest_backtrace(const struct kvm_regs *regs, const struct kvm_sregs *sregs)
+{
+	bool la57 = sregs->cr4 & (1UL << 12);
+	unsigned long long off, word;
+	const char *sym = guest_symbol(regs->rip, &off);
 	int shown = 0;
 
 	ksft_print_msg("vCPU at %s+%#llx (if the guest runs this kernel)\n", sym, off);
-	if (rsp >= GUEST_DIRECT && rsp < GUEST_DIRECT + mem_size)
-		phys = rsp - GUEST_DIRECT;
-	else if (rsp >= 0xffffffff80000000ULL)
-		phys = rsp - 0xffffffff80000000ULL;
-	else
-		return;
-	for (int i = 0; i < 256 && shown < 16 && phys + 8 * (i + 1) <= mem_size; i++) {
-		memcpy(&word, (const void *)(mem + phys + 8 * i), sizeof(word));
+	for (int i = 0; i < 512 && shown < 24; i++) {
+		uint64_t phys = guest_phys(sregs->cr3, la57, regs->rsp + 8 * i);
+
+		if (phys == ~0ULL || phys + 8 > mem_size)
+			break;
+		memcpy(&word, mem + phys, sizeof(word));
 		if (word < GUEST_TEXT || word >= GUEST_TEXT + (64ULL << 20))
 			continue;
 		sym = guest_symbol(word, &off);
 		ksft_print_msg("  stack +%#x: %s+%#llx\n", 8 * i, sym, off);
 		shown++;
 	}
+}
+
+/*
+ * The guest's timer when it hangs: its LAPIC timer mode and counts, and the
+ * TSC deadline against the TSC now, in the guest's TSC cycles.
+ */
+static void print_guest_timer(void)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry e[2];
+	} msrs = { .hdr.nmsrs = 2, .e = { { .index = 0x10 }, { .index = 0x6e0 } } };
+	struct kvm_lapic_state lapic;
+	uint32_t lvtt, tmict, tmcct, tdcr;
+
+	if (ioctl(vcpu_fd, KVM_GET_MSRS, &msrs) == 2)
+		ksft_print_msg("TSC %llu, TSC deadline %llu (%+lld cycles from now)\n",
+			       (unsigned long long)msrs.e[0].data, (unsigned long long)msrs.e[1].data,
+			       (long long)(msrs.e[1].data - msrs.e[0].data));
+	if (ioctl(vcpu_fd, KVM_GET_LAPIC, &lapic))
+		return;
+	memcpy(&lvtt, lapic.regs + 0x320, 4);
+	memcpy(&tmict, lapic.regs + 0x380, 4);
+	memcpy(&tmcct, lapic.regs + 0x390, 4);
+	memcpy(&tdcr, lapic.regs + 0x3e0, 4);
+	ksft_print_msg("LAPIC timer: LVTT %#x (mode %u, %s), TMICT %u, TMCCT %u, TDCR %#x, IRR 0xe0-0xff %#x, ISR %#x\n",
+		       lvtt, (lvtt >> 17) & 3, lvtt & (1U << 16) ? "masked" : "unmasked", tmict, tmcct,
+		       tdcr, *(uint32_t *)(lapic.regs + 0x270), *(uint32_t *)(lapic.regs + 0x170));
 }
 
 /* Where are the resident pages of guest memory? Count those off @node. */
@@ -749,7 +915,8 @@ int main(int argc, char **argv)
 			ksft_print_msg("vCPU: rip %#llx rsp %#llx rflags %#llx cr3 %#llx, interrupt bitmap %#llx\n",
 				       regs.rip, regs.rsp, regs.rflags, sregs.cr3,
 				       (unsigned long long)sregs.interrupt_bitmap[0]);
-		print_guest_backtrace(regs.rip, regs.rsp);
+		print_guest_backtrace(&regs, &sregs);
+		print_guest_timer();
 	}
 
 	ksft_test_result(g.init, "the guest boots to its init\n");

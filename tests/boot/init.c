@@ -8,6 +8,7 @@
  *   GMEMBOOT init uptime=S                   it runs
  *   GMEMBOOT memtotal_kib=N                  /proc/meminfo
  *   GMEMBOOT clocksource=NAME                the current clocksource
+ *   GMEMBOOT clockevent=NAME broadcast=NAME  the timer, the broadcast one
  *   GMEMBOOT fill mib=N errors=N ms=N        a buffer filled and checked,
  *                                            and how long that took
  *   GMEMBOOT marker gpa=0x... text=...       a page only this guest wrote,
@@ -111,6 +112,10 @@ int main(void)
 	report("memtotal_kib=%ld\n", meminfo("MemTotal:"));
 	first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", buf, sizeof(buf));
 	report("clocksource=%s\n", buf[0] ? buf : "none");
+	first_line("/sys/devices/system/clockevents/clockevent0/current_device", buf, sizeof(buf));
+	report("clockevent=%s\n", buf[0] ? buf : "none");
+	first_line("/sys/devices/system/clockevents/broadcast/current_device", buf, sizeof(buf));
+	report("broadcast=%s\n", buf[0] ? buf : "none");
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	mem = malloc(fill);
