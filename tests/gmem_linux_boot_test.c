@@ -301,6 +301,8 @@ static void setup_cpuid(void)
 			c->entries[i].edx = 0;
 		if (c->entries[i].function == 0x8000001e)
 			c->entries[i].eax = 0;
+		if (getenv("BOOT_NO_PV_EOI") && c->entries[i].function == 0x40000001)
+			c->entries[i].eax &= ~(1U << 6);	/* KVM_FEATURE_PV_EOI */
 	}
 	if (ioctl(vcpu_fd, KVM_SET_CPUID2, c))
 		ksft_exit_fail_msg("KVM_SET_CPUID2: %s\n", strerror(errno));

@@ -998,6 +998,72 @@ static long ptes_present(volatile uint8_t *map, long n)
 #define BIG_PAGES	64
 
 /*
+ * A host fault maps the pages it allocates around itself with the page
+ * table of the fault, so it stops where that page table ends: the file is
+ * mapped so that page 0 sits 2 pages before a 2 MiB boundary, and a touch of
+ * page 0 must map pages 0-1 only, take out only those, and leave the rest
+ * to later faults (which map them). Crossing the boundary would write PTEs
+ * past the end of the page table.
+ */
+#define BEFORE_PMD	2
+
+static int fault_around_stays_in_its_page_table(char *why, size_t whylen)
+{
+	size_t len = AROUND * page, pmd = 2UL << 20;
+	volatile uint8_t *map;
+	uint8_t *area = MAP_FAILED;
+	long base, got, mapped;
+	int r;
+	int vm = -1, fd = -1;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	vm = ioctl(kvm_fd, KVM_CREATE_VM, 0);
+	fd = vm < 0 ? -1 : gmem_create(vm, len, SHARED | NDM);
+	base = gmem_counter(NDM_FOLIOS);
+	/* Room for a 2 MiB-aligned boundary with pages on both sides. */
+	area = mmap(NULL, 2 * pmd, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (vm < 0 || fd < 0 || base < 0 || area == MAP_FAILED) {
+		snprintf(why, whylen, "VM, guest_memfd, %s or address space: %s", NDM_FOLIOS,
+			 strerror(fd < 0 && vm >= 0 ? -fd : errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	map = (uint8_t *)(((uintptr_t)area + pmd) & ~(pmd - 1)) - BEFORE_PMD * page;
+	if (mmap((void *)map, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		snprintf(why, whylen, "mmap at %p: %s", (void *)map, strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	map[0] = 1;
+	got = gmem_counter(NDM_FOLIOS) - base;
+	mapped = ptes_present(map, AROUND);
+	if (got != BEFORE_PMD || mapped != BEFORE_PMD) {
+		snprintf(why, whylen, "a touch %d pages before a page table's end took %ld pages and mapped %ld, want %d and %d",
+			 BEFORE_PMD, got, mapped, BEFORE_PMD, BEFORE_PMD);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	/* The rest fault in on their own, in the next page table. */
+	map[BEFORE_PMD * page] = 1;
+	mapped = ptes_present(map, AROUND);
+	if (mapped != AROUND) {
+		snprintf(why, whylen, "after a touch past the boundary %ld of %d pages are mapped, want all",
+			 mapped, AROUND);
+		r = KSFT_FAIL;
+	}
+out:
+	if (area != MAP_FAILED)
+		munmap(area, 2 * pmd);
+	if (fd >= 0)
+		close(fd);
+	if (vm >= 0)
+		close(vm);
+	return r;
+}
+
+/*
  * Nothing is allocated that an operation does not use, and all of it comes
  * back when the file is closed: a touch of a one-page file takes one page
  * out of the direct map; a touch of a bigger file takes the pages it maps
@@ -1532,6 +1598,8 @@ static const struct gmem_case cases[] = {
 	  emulation_reads_the_memory },
 	{ "faults and fallocate() allocate only what they map or fill; closing the files gives it all back",
 	  nothing_allocated_ahead },
+	{ "a fault 2 pages before a page table's end maps and takes only those 2 pages",
+	  fault_around_stays_in_its_page_table },
 	{ "a page first touched after mbind() lands on the node bound, not where an earlier fault ran",
 	  pages_follow_the_policy_at_their_fault },
 	{ "every page out of the direct map is charged to the memory cgroup that faulted it",
