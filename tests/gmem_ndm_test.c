@@ -518,6 +518,18 @@ out:
 	return r;
 }
 
+/*
+ * The cases of KVM's own mappings of guest memory (kvmclock, a nested VMCB)
+ * run on both: NO_DIRECT_MAP, and a plain guest_memfd as the control.
+ */
+static const struct {
+	const char *name;
+	unsigned long long flags;
+} kvm_map_files[] = {
+	{ "plain guest_memfd", SHARED | GUEST_MEMFD_FLAG_WRITE },
+	{ "NO_DIRECT_MAP", SHARED | GUEST_MEMFD_FLAG_WRITE | NDM },
+};
+
 /* kvmclock (MSR_KVM_SYSTEM_TIME_NEW): KVM writes it through a pfn cache. */
 #define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
 #define CLOCK_GPA		0x5000
@@ -636,29 +648,22 @@ out:
  */
 static int vcpu_runs_on_the_memory(char *why, size_t whylen)
 {
-	static const struct {
-		const char *name;
-		unsigned long long flags;
-	} files[] = {
-		{ "plain guest_memfd", SHARED | GUEST_MEMFD_FLAG_WRITE },
-		{ "NO_DIRECT_MAP", SHARED | GUEST_MEMFD_FLAG_WRITE | NDM },
-	};
 	int r = need_flag_and_probe(why, whylen);
 
 	for (size_t f = 0; f < 2 && r == KSFT_PASS; f++) {
 		struct pvclock clock[2];
 		bool written[2] = { false, false };
 
-		r = vcpu_rounds_with_kvmclock(files[f].flags, false, clock, written, why, whylen);
+		r = vcpu_rounds_with_kvmclock(kvm_map_files[f].flags, false, clock, written, why, whylen);
 		if (r != KSFT_PASS)
 			break;
 		if (!written[0] || !written[1]) {
 			snprintf(why, whylen, "%s: KVM did not write kvmclock (after round %d)",
-				 files[f].name, written[0] ? 2 : 1);
+				 kvm_map_files[f].name, written[0] ? 2 : 1);
 			r = KSFT_FAIL;
 		} else if (clock[1].system_time <= clock[0].system_time) {
 			snprintf(why, whylen, "%s: kvmclock did not advance: system_time %llu, then %llu 20 ms later",
-				 files[f].name, (unsigned long long)clock[0].system_time,
+				 kvm_map_files[f].name, (unsigned long long)clock[0].system_time,
 				 (unsigned long long)clock[1].system_time);
 			r = KSFT_FAIL;
 		}
@@ -674,29 +679,22 @@ static int vcpu_runs_on_the_memory(char *why, size_t whylen)
  */
 static int punch_under_kvmclock(char *why, size_t whylen)
 {
-	static const struct {
-		const char *name;
-		unsigned long long flags;
-	} files[] = {
-		{ "plain guest_memfd", SHARED | GUEST_MEMFD_FLAG_WRITE },
-		{ "NO_DIRECT_MAP", SHARED | GUEST_MEMFD_FLAG_WRITE | NDM },
-	};
 	int r = need_flag_and_probe(why, whylen);
 
 	for (size_t f = 0; f < 2 && r == KSFT_PASS; f++) {
 		struct pvclock clock[2];
 		bool written[2] = { false, false };
 
-		r = vcpu_rounds_with_kvmclock(files[f].flags, true, clock, written, why, whylen);
+		r = vcpu_rounds_with_kvmclock(kvm_map_files[f].flags, true, clock, written, why, whylen);
 		if (r != KSFT_PASS)
 			break;
 		if (!written[0]) {
 			snprintf(why, whylen, "%s: KVM did not write kvmclock through guest_memfd (userspace_addr is a decoy)",
-				 files[f].name);
+				 kvm_map_files[f].name);
 			r = KSFT_FAIL;
 		} else if (!written[1]) {
 			snprintf(why, whylen, "%s: after the hole punch, kvmclock in the file stays zero: KVM kept writing the freed page",
-				 files[f].name);
+				 kvm_map_files[f].name);
 			r = KSFT_FAIL;
 		}
 	}
@@ -873,13 +871,6 @@ out:
  */
 static int nested_vmcb_on_the_memory(char *why, size_t whylen)
 {
-	static const struct {
-		const char *name;
-		unsigned long long flags;
-	} files[] = {
-		{ "plain guest_memfd", SHARED | GUEST_MEMFD_FLAG_WRITE },
-		{ "NO_DIRECT_MAP", SHARED | GUEST_MEMFD_FLAG_WRITE | NDM },
-	};
 	int r = need_flag_and_probe(why, whylen);
 	FILE *param = fopen("/sys/module/kvm_amd/parameters/vls", "r");
 	char vls = 'N';
@@ -899,18 +890,18 @@ static int nested_vmcb_on_the_memory(char *why, size_t whylen)
 		uint32_t exit_reason = 0;
 		uint64_t lstar = 0, gs = 0;
 
-		r = vmload_from(files[f].flags, &exit_reason, &lstar, &gs, why, whylen);
+		r = vmload_from(kvm_map_files[f].flags, &exit_reason, &lstar, &gs, why, whylen);
 		if (r != KSFT_PASS)
 			break;
 		if (exit_reason != KVM_EXIT_HLT) {
 			snprintf(why, whylen, "%s: VMLOAD of the VMCB ended in %s, not HLT%s",
-				 files[f].name, exit_name(exit_reason),
+				 kvm_map_files[f].name, exit_name(exit_reason),
 				 exit_reason == KVM_EXIT_SHUTDOWN ?
 				 " (#GP: KVM could not map the VMCB)" : "");
 			r = KSFT_FAIL;
 		} else if (lstar != WANT_LSTAR || gs != WANT_KERNEL_GS_BASE) {
 			snprintf(why, whylen, "%s: after VMLOAD, LSTAR %#llx and KernelGsBase %#llx, want %#llx and %#llx",
-				 files[f].name, (unsigned long long)lstar, (unsigned long long)gs,
+				 kvm_map_files[f].name, (unsigned long long)lstar, (unsigned long long)gs,
 				 WANT_LSTAR, WANT_KERNEL_GS_BASE);
 			r = KSFT_FAIL;
 		}
