@@ -29,8 +29,10 @@
  *
  *   gmem_linux_boot_test[.anon|.v7|.ndm|.write|.numa] [-M gmem|ndm|v7|anon]
  *       [-w] [-b other] [-m MiB] [-k bzImage] [-i init] [-a "extra args"] [-t s]
- * The name's suffix selects the variant the tiers' lists run; the options
- * override it (-a "loglevel=8" shows the guest's whole boot log).
+ * The name's suffix selects the variant a list runs; the options override
+ * it (-a "loglevel=8" shows the guest's whole boot log). BOOT_NO_PV_EOI=1 in
+ * the environment hides KVM's PV EOI from the guest: an experiment on the
+ * interrupts that nested TCG delivers with interrupts disabled (README).
  */
 #include <errno.h>
 #include <fcntl.h>
