@@ -180,14 +180,15 @@ gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory.*" was SKIPPED \(GUEST_MEMFD
 	ndm-no-flush)
 		# A stale kernel TLB entry shows only while no full flush has
 		# happened on that CPU since (a context switch may bring one):
-		# the faulted-page probe catches it every time; which of the
-		# later cases also do varies from run to run, so the second
-		# pattern takes any of them.
+		# which probe cases catch it varies from run to run (the
+		# faulted-page case mostly, not always: a cold run of 2026-12-05
+		# caught it in four others), so the pattern takes any case that
+		# failed because a CPU could still read a page through the
+		# direct map, in either case's words.
 		mutate ndm-no-flush virt/kvm/guest_memfd.c \
 			's/(static void kvm_gmem_ndm_flush\(unsigned long start, unsigned long end\)\n\{\n)\tflush_tlb_kernel_range\(start, end\);\n/$1/' || continue
 		must_fail ndm-no-flush shim ours \
-'gmem_ndm_test: "a faulted page is out of the direct map on every CPU; a plain one is in it" FAILED: faulted page: direct map entry absent, readable on [1-9][0-9]* of [0-9]+ CPUs
-gmem_ndm_test: ".*" FAILED: page [0-9]+: still in the direct map' -- \
+'gmem_ndm_test: ".*" FAILED: (faulted page: direct map entry absent, readable on [1-9][0-9]* of [0-9]+ CPUs|.*page [0-9]+.*still in the direct map)' -- \
 			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-no-flush-shim"
 		;;
 	ndm-no-gmem-pfncache)
