@@ -12,6 +12,16 @@ summary=build/results/check-summary.txt
 : > "$summary"
 failed=0
 
+# record NAME SECONDS RC LOG: one verdict line of the summary.
+record() {
+	if [ "$3" -eq 0 ]; then
+		printf '%-34s PASS %5ds\n' "$1" "$2" >> "$summary"
+	else
+		failed=1
+		printf '%-34s FAIL %5ds  (exit %d, log: %s)\n' "$1" "$2" "$3" "$4" >> "$summary"
+	fi
+}
+
 # run_step NAME LOG COMMAND...: run one step, log to LOG, record the verdict.
 run_step() {
 	local name=$1 log=$2 t0 rc
@@ -20,13 +30,8 @@ run_step() {
 	step "$name ..."
 	"$@" > "$log" 2>&1
 	rc=$?
-	if [ $rc -eq 0 ]; then
-		printf '%-34s PASS %5ds\n' "$name" $(( $(date +%s) - t0 )) >> "$summary"
-	else
-		failed=1
-		printf '%-34s FAIL %5ds  (exit %d, log: %s)\n' "$name" $(( $(date +%s) - t0 )) $rc "$log" >> "$summary"
-		tail -n 15 "$log" | sed 's/^/    /'
-	fi
+	record "$name" $(( $(date +%s) - t0 )) $rc "$log"
+	[ $rc -eq 0 ] || tail -n 15 "$log" | sed 's/^/    /'
 	tail -n 1 "$summary"
 	return $rc
 }
@@ -86,13 +91,9 @@ run_step "series check (patch by patch)" build/results/check-series.log scripts/
 rc=0
 wait "$prebuild" || rc=$?
 took=$(sed -n 's/^prebuild: exit [0-9]* after \([0-9]*\)s$/\1/p' "$prebuild_log")
-if [ $rc -eq 0 ] && [ -n "$took" ]; then
-	printf '%-34s PASS %5ds\n' "guest image + kernels (background)" "$took" >> "$summary"
-else
-	failed=1
-	printf '%-34s FAIL %5ds  (exit %d, log: %s)\n' "guest image + kernels (background)" \
-		"${took:-0}" $rc "$prebuild_log" >> "$summary"
-fi
+# No closing line: it died without saying so, which is a failure too.
+[ -n "$took" ] || [ $rc -ne 0 ] || rc=1
+record "guest image + kernels (background)" "${took:-0}" $rc "$prebuild_log"
 echo
 echo "=== make check: $(( $(date +%s) - KVM_GMEM_T0 ))s (details: build/results/) ==="
 cat "$summary"
