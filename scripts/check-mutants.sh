@@ -145,13 +145,13 @@ gmem_conversion_test: "round_trip_page" was SKIPPED \(no kvm.gmem_in_place_conve
 		must_fail no-host-mmap stock ours \
 'gmem_mmap_test: "gmem.write_read_back" FAILED: .*this KVM cannot mmap\(\) guest_memfd \(with our modules loaded\)
 gmem_vcpu_test: "default_vm_memory_comes_from_gmem" FAILED: no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS
-example_vmm: "example_vmm" was SKIPPED \(no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS\)' -- KVM_GMEM_SHARED_MEM=n BUILD_OBJ="$top/build/obj/mutant-no-host-mmap-$kver"
+example_vmm: "example_vmm" was SKIPPED \(no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS\)' -- KVM_GMEM_SHARED_MEM=n KVM_GMEM_DEBUG_INFO=n BUILD_OBJ="$top/build/obj/mutant-no-host-mmap-$kver"
 		;;
 	no-numa-policy)
 		must_fail no-numa-policy stock ours \
 'gmem_numa_test: "MPOL_BIND node 1, host faults from node 0" FAILED: host fault: page 0 is on node 0, want node 1
 gmem_numa_test: "a vCPU on node 0 faults in a gmem-only memslot page bound to node 1" FAILED: .*is on node 0, want node 1
-gmem_numa_test: "MPOL_INTERLEAVE nodes 0-1: page i on node i % 2, whatever the touch order" FAILED: interleave: page [0-9]+ is on node' -- KVM_GMEM_MPOL=n ONLY=gmem_numa_test \
+gmem_numa_test: "MPOL_INTERLEAVE nodes 0-1: page i on node i % 2, whatever the touch order" FAILED: interleave: page [0-9]+ is on node' -- KVM_GMEM_MPOL=n KVM_GMEM_DEBUG_INFO=n ONLY=gmem_numa_test \
 			BUILD_OBJ="$top/build/obj/mutant-no-numa-policy-$kver"
 		;;
 	no-attr-lookup)
