@@ -76,9 +76,6 @@ cat "$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config" > "$
 # (CONFIG_NUMA=y) builds them with the whole series.
 configured_objs() {
 	local obj sym
-	make -s -C "$arm64/src" O="$arm64/build" "${cross[@]}" \
-		KCONFIG_ALLCONFIG="$arm64/fragments.config" allnoconfig > "$work/arm64-config.log" 2>&1 ||
-		{ cat "$work/arm64-config.log"; die "arm64 config failed"; }
 	for obj in "$@"; do
 		case "$obj" in
 		arch/arm64/*) ;;
@@ -97,14 +94,21 @@ configured_objs() {
 	done
 }
 
-# build_arm64 PATCH TARGET...: configure (a patch may change what Kconfig
-# offers or selects) and build TARGETs in the arm64 tree.
+# configure_arm64 PATCH: the arm64 config, made again (allnoconfig plus the
+# fragments, as build-kernel.sh does) when there is none yet or PATCH touches
+# a Kconfig file: a patch may change what Kconfig offers or selects.
+configure_arm64() {
+	[ ! -f "$arm64/build/.config" ] || ! grep -q '^+++ b/.*Kconfig' "$1" || return 0
+	make -s -C "$arm64/src" O="$arm64/build" "${cross[@]}" \
+		KCONFIG_ALLCONFIG="$arm64/fragments.config" allnoconfig > "$work/arm64-config.log" 2>&1 ||
+		{ cat "$work/arm64-config.log"; die "arm64 config failed after ${1#$top/}"; }
+}
+
+# build_arm64 PATCH TARGET...: build TARGETs in the arm64 tree.
 build_arm64() {
 	local p=$1
 	shift
-	{ make -s -C "$arm64/src" O="$arm64/build" "${cross[@]}" \
-		KCONFIG_ALLCONFIG="$arm64/fragments.config" allnoconfig &&
-	  make -C "$arm64/src" O="$arm64/build" "${cross[@]}" -j"$(nproc)" "$@"; } \
+	make -C "$arm64/src" O="$arm64/build" "${cross[@]}" -j"$(nproc)" "$@" \
 		> "$work/arm64-build.log" 2>&1 ||
 		{ tail -40 "$work/arm64-build.log"; die "$* does not build after ${p#$top/} (log: $work/arm64-build.log)"; }
 }
@@ -118,11 +122,14 @@ for p in "${shim[@]}"; do
 	step "mm-shim [$n/${#shim[@]}] ${p#$top/src/}"
 	checkpatch "$p"
 	apply "$arm64/src" "$p"
+	configure_arm64 "$p"
 	mapfile -t objs < <(sed -n 's|^+++ b/\(.*\)\.c$|\1.o|p' "$p")
 	mapfile -t objs < <(configured_objs "${objs[@]}")
 	((${#objs[@]} == 0)) || build_arm64 "$p" "${objs[@]}"
 done
 for p in "${patches[@]}"; do apply "$arm64/src" "$top/src/$p"; done
+# The KVM series changes KVM's Kconfig: configure before the first arm64 build.
+rm -f "$arm64/build/.config"
 
 # arm64: arch/arm64/kvm/, which holds virt/kvm too.
 mapfile -t a64 < <(series_files "$top/src/arm64")
@@ -132,6 +139,7 @@ for p in "${a64[@]}"; do
 	step "arm64 [$n/${#a64[@]}] ${p#$top/src/}"
 	checkpatch "$p"
 	apply "$arm64/src" "$p"
+	configure_arm64 "$p"
 	build_arm64 "$p" arch/arm64/kvm/
 done
 step "mm-shim and arm64 series OK: ${#shim[@]} + ${#a64[@]} patches apply with zero fuzz, pass checkpatch --strict and build one by one"

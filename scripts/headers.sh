@@ -11,6 +11,8 @@ pkgver=$("$(dirname "$0")/kernel-version.sh" pkgver)
 root="$KVM_GMEM_CACHE/headers/$kver-$pkgver"
 kdir="$root/usr/src/linux-headers-$kver"
 
+# make check's series check (in the background) may want them at once.
+[ -f "$root/.complete" ] || cache_lock "headers-$kver-$pkgver"
 if [ ! -f "$root/.complete" ]; then
 	debs="$KVM_GMEM_CACHE/debs"
 	mkdir -p "$debs"
