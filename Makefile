@@ -35,6 +35,7 @@ modules: prepare
 
 selftests: prepare
 	@scripts/build-selftests.sh
+	@scripts/build-mainline-selftests.sh
 	@$(MAKE) -s -C tests KVM_GMEM_SRC=$(CURDIR)/build/src OUT=$(CURDIR)/build/tests
 
 check-series:

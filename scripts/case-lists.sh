@@ -6,21 +6,31 @@
 # report or an unlisted one does, so a case cannot vanish or be renamed
 # unnoticed. Run it after adding, removing or renaming a case, on a full
 # run of the tier, and commit the diff with the change.
-#   case-lists.sh TIER [RESULTS_DIR]    (default: build/results/TIER)
+#   case-lists.sh [--merge] TIER [RESULTS_DIR]    (default: build/results/TIER)
+# --merge: the run covered some programs only (ONLY=...): replace their
+# lines, keep every other program's.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-tier=${1:?usage: $0 TIER [RESULTS_DIR]}
+merge=
+[ "${1:-}" != --merge ] || { merge=1; shift; }
+tier=${1:?usage: $0 [--merge] TIER [RESULTS_DIR]}
 results=${2:-$top/build/results/$tier}
 [ -f "$top/tests/expect/$tier" ] || die "no tests/expect/$tier"
 grep -q '^RESULT: ' "$results/summary.txt" 2>/dev/null || die "$results holds no finished run"
 out="$top/tests/expect/$tier.cases"
+ran=$(for f in "$results"/*.tap; do basename "$f" .tap; done)
 {
 	echo "# Every case of the $tier tier (scripts/case-lists.sh from a full run):"
 	echo "# a listed case that does not report, or one not listed, fails the tier."
-	awk -f "$top/qemu/tap-cases.awk" "$results"/*.tap |
-		awk -F '\t' -f "$top/qemu/case-key.awk" -f <(echo '$1 == "case" { print $2 "\t" case_key($4) }') |
-		LC_ALL=C sort -u
-} >"$out"
+	{
+		awk -f "$top/qemu/tap-cases.awk" "$results"/*.tap |
+			awk -F '\t' -f "$top/qemu/case-key.awk" -f <(echo '$1 == "case" { print $2 "\t" case_key($4) }')
+		# Merging: the other programs' lines, as they were.
+		[ -z "$merge" ] || grep -v '^#' "$out" |
+			awk -F '\t' -v ran="$(echo $ran)" 'BEGIN { n = split(ran, r, " "); for (i = 1; i <= n; i++) skip[r[i]] = 1 } !($1 in skip)'
+	} | LC_ALL=C sort -u
+} >"$out.new"
+mv "$out.new" "$out"
 step "wrote ${out#"$top"/}: $(grep -vc '^#' "$out") cases"

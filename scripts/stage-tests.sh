@@ -18,7 +18,8 @@ mkdir -p "$out"
 cat "$@" | while read -r name timeout params; do
 	case "$name" in ''|'#'*) continue ;; esac
 	found=
-	for dir in "$top/build/selftests" "$top/build/selftests/x86_64" "$top/build/tests"; do
+	for dir in "$top/build/selftests" "$top/build/selftests/x86_64" "$top/build/mainline-selftests" \
+		"$top/build/tests"; do
 		if [ -x "$dir/${name%%.*}" ]; then found=$dir/${name%%.*}; break; fi
 	done
 	[ -n "$found" ] || die "test ${name%%.*} (from $*) was not built"

@@ -27,6 +27,7 @@
 #include <linux/io_uring.h>
 #include <linux/mman.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #include "gmem_test.h"
 #include "gmem_x86_guest.h"
@@ -966,6 +967,326 @@ out:
 	return r;
 }
 
+/*
+ * The cases below follow the in-place conversion series' own test
+ * (guest_memfd_conversions_test, v13, next-20260923): its case names, our
+ * checks. Its init_private is private_by_default above, its
+ * elevated-refcount case eagain_vmsplice and eagain_longterm_pin.
+ */
+
+/*
+ * A guest_memfd created with INIT_SHARED starts shared: every page reads
+ * zero; made private, its data is out of reach and kept; shared again, the
+ * data is back.
+ */
+static int init_shared(char *why, size_t whylen)
+{
+	struct gfile g;
+	long bad;
+	int r;
+
+	r = shared_file(&g, NPAGES, why, whylen);
+	if (r == KSFT_PASS && (bad = gmem_check_zero(g.map, 0, g.size)) >= 0) {
+		snprintf(why, whylen, "a new INIT_SHARED file reads %#x at byte %ld, want zero",
+			 g.map[bad], bad);
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS) {
+		gmem_fill(g.map, 0, g.size, 0x73);
+		r = convert(g.fd, 0, NPAGES, PRIVATE, why, whylen);
+	}
+	if (r == KSFT_PASS && !check_private_pages(&g, 0, NPAGES, 0, why, whylen))
+		r = KSFT_FAIL;
+	if (r == KSFT_PASS)
+		r = convert(g.fd, 0, NPAGES, 0, why, whylen);
+	if (r == KSFT_PASS && !check_private_pages(&g, 0, 0, 0x73, why, whylen))
+		r = KSFT_FAIL;
+	gfile_close(&g);
+	return r;
+}
+
+#define INDEX_PAGES	4
+
+/*
+ * Each page has its own contents; converting page i changes page i only,
+ * for every i: the others stay readable with their own contents, and page i
+ * comes back with its own.
+ */
+static int indexing(char *why, size_t whylen)
+{
+	struct gfile g;
+	int r;
+
+	r = shared_file(&g, INDEX_PAGES, why, whylen);
+	for (size_t j = 0; r == KSFT_PASS && j < INDEX_PAGES; j++)
+		gmem_fill(g.map, j * page, (j + 1) * page, 0x20 + j);
+	for (size_t i = 0; r == KSFT_PASS && i < INDEX_PAGES; i++) {
+		r = convert(g.fd, i, 1, PRIVATE, why, whylen);
+		for (size_t j = 0; r == KSFT_PASS && j < INDEX_PAGES; j++) {
+			bool sigbus = gmem_sigbus(g.map + j * page, false);
+
+			if (sigbus != (j == i) ||
+			    (j != i && gmem_check(g.map, j * page, (j + 1) * page, 0x20 + j) >= 0)) {
+				snprintf(why, whylen, "page %zu private: page %zu %s", i, j,
+					 sigbus ? "SIGBUS" : j == i ? "readable" : "lost its contents");
+				r = KSFT_FAIL;
+			}
+		}
+		if (r == KSFT_PASS)
+			r = convert(g.fd, i, 1, 0, why, whylen);
+		if (r == KSFT_PASS && gmem_check(g.map, i * page, (i + 1) * page, 0x20 + i) >= 0) {
+			snprintf(why, whylen, "page %zu shared again: its contents are lost", i);
+			r = KSFT_FAIL;
+		}
+	}
+	gfile_close(&g);
+	return r;
+}
+
+/*
+ * A VM of the in-place kind whose guest_memfd (MEM_SIZE, @flags) is bound
+ * as a gmem-only memslot over a decoy, with its code and parameter pages
+ * shared and written, and vCPU 0 ready. Pages of a file without
+ * INIT_SHARED start private: the host shares the two it must write.
+ */
+static int conversion_vm(struct vm *vm, uint64_t flags, char *why, size_t whylen)
+{
+	int r;
+
+	r = vm_create_with_gmem(vm, KVM_X86_SW_PROTECTED_VM, flags, why, whylen);
+	if (r == KSFT_PASS && !vm_map_decoy(vm, why, whylen))
+		r = KSFT_FAIL;
+	if (r == KSFT_PASS && !(flags & GUEST_MEMFD_FLAG_INIT_SHARED))
+		r = convert(vm->gmem, CODE_GPA / page, 1, 0, why, whylen);
+	if (r == KSFT_PASS && !(flags & GUEST_MEMFD_FLAG_INIT_SHARED))
+		r = convert(vm->gmem, PARAM_GPA / page, 1, 0, why, whylen);
+	if (r == KSFT_PASS && !bind_gmem(vm, vm->other, why, whylen))
+		r = KSFT_FAIL;
+	if (r == KSFT_PASS) {
+		memcpy((void *)(vm->mem + CODE_GPA), guest_code, sizeof(guest_code));
+		r = vm_create_vcpu(vm, why, whylen);
+	}
+	if (r == KSFT_PASS)
+		r = vcpu_real_mode_at_code(vm->vcpu, why, whylen);
+	return r;
+}
+
+/*
+ * Shared from the start, the data page is made private before anything
+ * allocated it: the host cannot touch it, the guest reads zeroes; shared
+ * again, the host reads zeroes too.
+ */
+static int before_allocation_shared(char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
+	int r;
+
+	r = conversion_vm(&vm, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, why, whylen);
+	if (r == KSFT_PASS)
+		r = convert(vm.gmem, DATA_GPA / page, 1, PRIVATE, why, whylen);
+	if (r == KSFT_PASS && !gmem_sigbus(vm.mem + DATA_GPA, false)) {
+		snprintf(why, whylen, "the data page, made private before its first use, is readable by the host");
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS &&
+	    !expect_round(&vm, 0, 0, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen)) {
+		strncat(why, " (the guest must read zeroes)", whylen - strlen(why) - 1);
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS)
+		r = convert(vm.gmem, DATA_GPA / page, 1, 0, why, whylen);
+	if (r == KSFT_PASS && !host_data_is_zero(&vm)) {
+		snprintf(why, whylen, "shared again: the host does not read zeroes");
+		r = KSFT_FAIL;
+	}
+	vm.kvm = -1;
+	vm_teardown(&vm);
+	return r;
+}
+
+/*
+ * Private from the start (no INIT_SHARED), the data page is shared before
+ * anything allocated it: the host reads zeroes and the guest does too; what
+ * the host writes next is what the guest sees.
+ */
+static int before_allocation_private(char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
+	int r;
+
+	r = conversion_vm(&vm, GUEST_MEMFD_FLAG_MMAP, why, whylen);
+	if (r == KSFT_PASS && !gmem_sigbus(vm.mem + DATA_GPA, false)) {
+		snprintf(why, whylen, "the data page of a file without INIT_SHARED is readable by the host");
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS)
+		r = convert(vm.gmem, DATA_GPA / page, 1, 0, why, whylen);
+	if (r == KSFT_PASS && !host_data_is_zero(&vm)) {
+		snprintf(why, whylen, "shared before its first use: the host does not read zeroes");
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS &&
+	    !expect_round(&vm, 0, 0, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
+		r = KSFT_FAIL;
+	if (r == KSFT_PASS) {
+		host_fill(&vm, 0x75, 5);
+		if (!expect_round(&vm, 0x75, 5, STATUS_MATCH, DATA_GPA + DATA_LEN, 2, why, whylen))
+			r = KSFT_FAIL;
+	}
+	vm.kvm = -1;
+	vm_teardown(&vm);
+	return r;
+}
+
+#define SPARSE_PAGES	8
+
+/*
+ * A range of which only some pages were ever allocated converts in one call
+ * both ways: the allocated pages keep their data, the others read zero.
+ */
+static int unallocated_folios(char *why, size_t whylen)
+{
+	static const size_t used[] = { 2, 5 };
+	struct gfile g;
+	int r;
+
+	r = shared_file(&g, SPARSE_PAGES, why, whylen);
+	for (size_t k = 0; r == KSFT_PASS && k < 2; k++)
+		gmem_fill(g.map, used[k] * page, (used[k] + 1) * page, 0x77);
+	if (r == KSFT_PASS)
+		r = convert(g.fd, 0, SPARSE_PAGES, PRIVATE, why, whylen);
+	if (r == KSFT_PASS && !check_private_pages(&g, 0, SPARSE_PAGES, 0, why, whylen))
+		r = KSFT_FAIL;
+	for (size_t i = 0; r == KSFT_PASS && i < SPARSE_PAGES; i++) {
+		bool was_used = i == used[0] || i == used[1];
+
+		r = convert(g.fd, i, 1, 0, why, whylen);
+		if (r == KSFT_PASS &&
+		    (was_used ? gmem_check(g.map, i * page, (i + 1) * page, 0x77) :
+				gmem_check_zero(g.map, i * page, (i + 1) * page)) >= 0) {
+			snprintf(why, whylen, "page %zu, shared again: %s", i,
+				 was_used ? "its data is lost" : "not zero");
+			r = KSFT_FAIL;
+		}
+	}
+	gfile_close(&g);
+	return r;
+}
+
+/*
+ * A punched hole keeps the pages' attributes: a shared page is still shared
+ * (the host reads zeroes, no SIGBUS); a private page is still private (the
+ * host cannot touch it) and the guest reads zeroes from it.
+ */
+static int truncate_keeps_attributes(char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
+	int r;
+
+	r = conversion_vm(&vm, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, why, whylen);
+	if (r == KSFT_PASS) {
+		host_fill(&vm, 0x79, 1);
+		if (fallocate(vm.gmem, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, DATA_GPA, DATA_LEN)) {
+			snprintf(why, whylen, "punch hole (shared): %s", strerror(errno));
+			r = KSFT_FAIL;
+		} else if (gmem_sigbus(vm.mem + DATA_GPA, false) || !host_data_is_zero(&vm)) {
+			snprintf(why, whylen, "a punched shared page must stay shared and read zero");
+			r = KSFT_FAIL;
+		}
+	}
+	if (r == KSFT_PASS) {
+		host_fill(&vm, 0x7b, 3);
+		r = convert(vm.gmem, DATA_GPA / page, 1, PRIVATE, why, whylen);
+	}
+	if (r == KSFT_PASS &&
+	    !expect_round(&vm, 0x7b, 3, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
+		r = KSFT_FAIL;
+	if (r == KSFT_PASS &&
+	    fallocate(vm.gmem, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, DATA_GPA, DATA_LEN)) {
+		snprintf(why, whylen, "punch hole (private): %s", strerror(errno));
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS && !gmem_sigbus(vm.mem + DATA_GPA, false)) {
+		snprintf(why, whylen, "a punched private page became readable by the host");
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS &&
+	    !expect_round(&vm, 0, 0, STATUS_MATCH, DATA_GPA + DATA_LEN, 2, why, whylen)) {
+		strncat(why, " (a punched private page must read zero to the guest)",
+			whylen - strlen(why) - 1);
+		r = KSFT_FAIL;
+	}
+	vm.kvm = -1;
+	vm_teardown(&vm);
+	return r;
+}
+
+/*
+ * A forked child maps the file itself and reads the parent's data; after
+ * the parent makes the page private, the child's reads and writes SIGBUS,
+ * as the parent's do.
+ */
+static int forked_accesses(char *why, size_t whylen)
+{
+	int to_child[2] = { -1, -1 }, to_parent[2] = { -1, -1 }, status;
+	struct gfile g;
+	char c = 0;
+	pid_t pid = -1;
+	int r;
+
+	r = shared_file(&g, NPAGES, why, whylen);
+	if (r == KSFT_PASS && (pipe(to_child) || pipe(to_parent))) {
+		snprintf(why, whylen, "pipe: %s", strerror(errno));
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS) {
+		gmem_fill(g.map, 0, page, 0x7d);
+		pid = fork();
+		if (pid < 0) {
+			snprintf(why, whylen, "fork: %s", strerror(errno));
+			r = KSFT_FAIL;
+		}
+	}
+	if (pid == 0) {
+		volatile uint8_t *m = gmem_map(g.fd, page);
+		/* 1: mapped and read the data, 2: SIGBUS both ways after. */
+		char ok = m != MAP_FAILED && gmem_check(m, 0, page, 0x7d) < 0;
+
+		if (write(to_parent[1], &ok, 1) != 1 || read(to_child[0], &c, 1) != 1 || !ok)
+			_exit(1);
+		_exit(gmem_sigbus(m, false) && gmem_sigbus(m + page - 1, true) ? 0 : 2);
+	}
+	if (r == KSFT_PASS && (read(to_parent[0], &c, 1) != 1 || !c)) {
+		snprintf(why, whylen, "the child could not map the file or read the parent's data");
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS)
+		r = convert(g.fd, 0, 1, PRIVATE, why, whylen);
+	if (pid > 0) {
+		if (write(to_child[1], &c, 1) != 1)
+			kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		if (r == KSFT_PASS && (!WIFEXITED(status) || WEXITSTATUS(status))) {
+			snprintf(why, whylen, "after the conversion the child %s",
+				 WIFEXITED(status) && WEXITSTATUS(status) == 2 ?
+				 "could still touch the private page" : "died");
+			r = KSFT_FAIL;
+		}
+	}
+	if (r == KSFT_PASS && !gmem_sigbus(g.map, false)) {
+		snprintf(why, whylen, "the parent can still read the private page");
+		r = KSFT_FAIL;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (to_child[i] >= 0)
+			close(to_child[i]);
+		if (to_parent[i] >= 0)
+			close(to_parent[i]);
+	}
+	gfile_close(&g);
+	return r;
+}
+
 static const struct gmem_case cases[] = {
 	{ "caps", caps },
 	{ "bad_requests", bad_requests },
@@ -981,6 +1302,13 @@ static const struct gmem_case cases[] = {
 	{ "vcpu_in_place", vcpu_in_place },
 	{ "guest_converts_via_hypercall", guest_converts_via_hypercall },
 	{ "hwpoison_during_conversions", hwpoison_during_conversions },
+	{ "init_shared", init_shared },
+	{ "indexing", indexing },
+	{ "before_allocation_shared", before_allocation_shared },
+	{ "before_allocation_private", before_allocation_private },
+	{ "unallocated_folios", unallocated_folios },
+	{ "truncate", truncate_keeps_attributes },
+	{ "forked_accesses", forked_accesses },
 };
 
 int main(void)

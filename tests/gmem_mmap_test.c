@@ -391,6 +391,66 @@ TEST_F(gmem, punch_hole_zeroes_one_page)
 	ASSERT_EQ(0, munmap(mem, self->size));
 }
 
+/* The kpageflags bits of the page mapped at @p, or -1 (errno set). */
+static long long kpageflags_of(void *p)
+{
+	uint64_t entry = 0, flags = 0;
+	int fd;
+
+	fd = open("/proc/self/pagemap", O_RDONLY);
+	if (fd < 0 || pread(fd, &entry, 8, (uintptr_t)p / page_size * 8) != 8) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	/* Present, with a PFN (root only). */
+	if (!(entry >> 63) || !(entry & ((1ULL << 55) - 1))) {
+		errno = ENOENT;
+		return -1;
+	}
+	fd = open("/proc/kpageflags", O_RDONLY);
+	if (fd < 0 || pread(fd, &flags, 8, (entry & ((1ULL << 55) - 1)) * 8) != 8) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return flags;
+}
+
+#define KPF_REFERENCED	2
+
+/*
+ * guest_memfd's folio lookups do not mark folios accessed (mainline 7.1,
+ * "KVM: guest_memfd: Don't set FGP_ACCESSED when getting folios"): the
+ * memory is never reclaimed, so the accessed state only costs. Allocated by
+ * fallocate(), looked up again by a second fallocate() and by host faults,
+ * no page is referenced (what folio_mark_accessed() sets first, with or
+ * without MGLRU).
+ */
+TEST_F(gmem, lookups_do_not_mark_accessed)
+{
+	uint8_t *mem;
+
+	mem = gmem_map(self->fd, self->size);
+	ASSERT_NE(MAP_FAILED, mem);
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_KEEP_SIZE, 0, self->size));
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_KEEP_SIZE, 0, self->size));
+	gmem_fill(mem, 0, self->size, 0x46);
+	EXPECT_EQ(-1, gmem_check(mem, 0, self->size, 0x46));
+	for (size_t off = 0; off < self->size; off += page_size) {
+		long long flags = kpageflags_of(mem + off);
+
+		ASSERT_LE(0, flags) TH_LOG("page %zu: pagemap/kpageflags: %s", off / page_size,
+					   strerror(errno));
+		EXPECT_EQ(0, flags & 1LL << KPF_REFERENCED)
+			TH_LOG("page %zu is marked referenced: lookups must not mark guest_memfd folios accessed",
+			       off / page_size);
+	}
+	ASSERT_EQ(0, munmap(mem, self->size));
+}
+
 /*
  * A mapping 4x the file: the file's pages work, every page past EOF raises
  * SIGBUS (BUS_ADRERR at the touched address) for reads and writes, and

@@ -222,6 +222,54 @@ static int interleave_by_index(int mode, char *why, size_t whylen)
 }
 
 /*
+ * Interleave set and faulted through a mapping of the file from its page 1
+ * on: file page j (mapping page j - 1) still lands on node j % 2. The
+ * interleave index is the page's index in the file, counted once (mainline
+ * 7.2 fixed guest_memfd counting the mapping's offset twice: every page of
+ * such a mapping on one node, or the parity flipped).
+ */
+static int interleave_at_offset(char *why, size_t whylen)
+{
+	volatile uint8_t *map2 = MAP_FAILED;
+	int nodes[NPAGES];
+	struct file f;
+	int r;
+
+	if (!run_on(0, why, whylen))
+		return KSFT_FAIL;
+	r = file_open(&f, NPAGES, why, whylen);
+	if (r == KSFT_PASS) {
+		map2 = mmap(NULL, f.len - page, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, page);
+		if (map2 == MAP_FAILED) {
+			snprintf(why, whylen, "mmap at file page 1: %s", strerror(errno));
+			r = KSFT_FAIL;
+		}
+	}
+	if (r == KSFT_PASS && sys_mbind((void *)map2, f.len - page, MPOL_INTERLEAVE, 3, 0)) {
+		snprintf(why, whylen, "mbind(MPOL_INTERLEAVE) at file page 1: %s", strerror(errno));
+		r = KSFT_FAIL;
+	}
+	/* Last page first: placement must not follow touch order either. */
+	for (int i = NPAGES - 2; r == KSFT_PASS && i >= 0; i--)
+		map2[i * page] = 0x5a;
+	if (r == KSFT_PASS && page_nodes(map2, NPAGES - 1, nodes)) {
+		snprintf(why, whylen, "move_pages: %s", strerror(errno));
+		r = KSFT_FAIL;
+	}
+	for (int j = 1; r == KSFT_PASS && j < NPAGES; j++) {
+		if (nodes[j - 1] != j % 2) {
+			snprintf(why, whylen, "file page %d (mapped at file page 1) is on node %d, want node %d",
+				 j, nodes[j - 1], j % 2);
+			r = KSFT_FAIL;
+		}
+	}
+	if (map2 != MAP_FAILED)
+		munmap((void *)map2, f.len - page);
+	file_close(&f);
+	return r;
+}
+
+/*
  * The policy belongs to the file: bind through one mapping, fault through a
  * second, unbound one; and what get_mempolicy() says through each.
  */
@@ -592,6 +640,7 @@ static const struct gmem_case cases[] = {
 	{ "MPOL_PREFERRED node 1, host faults from node 0", preferred_1 },
 	{ "MPOL_PREFERRED_MANY node 1, host faults from node 0", preferred_many_1 },
 	{ "MPOL_INTERLEAVE nodes 0-1: page i on node i % 2, whatever the touch order", interleave },
+	{ "MPOL_INTERLEAVE through a mapping at file page 1: file page j on node j % 2", interleave_at_offset },
 	{ "MPOL_WEIGHTED_INTERLEAVE", weighted_interleave },
 	{ "bound to node 0 through one mapping, faults through a second land on node 0", second_mapping_0 },
 	{ "bound to node 1 through one mapping, faults through a second land on node 1", second_mapping_1 },
