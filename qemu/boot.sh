@@ -71,7 +71,10 @@ tcg_thread=${TCG_THREAD:-single}
 case "$arch" in
 x86_64)
 	need_tools qemu-system-x86_64:qemu-system-x86
-	qemu=(qemu-system-x86_64 -machine q35 -accel "tcg,thread=$tcg_thread" -cpu max)
+	# QEMU_X86 (environment): another QEMU binary and its options, e.g.
+	# "/path/qemu-system-x86_64 -L /path/share/qemu", to compare versions.
+	# shellcheck disable=SC2206
+	qemu=(${QEMU_X86:-qemu-system-x86_64} -machine q35 -accel "tcg,thread=$tcg_thread" -cpu max)
 	console=ttyS0
 	;;
 arm64)
