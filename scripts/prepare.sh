@@ -75,6 +75,8 @@ fi
 # Sanitized uapi headers for the selftests, made once per tree version.
 if [ -z "$modules_only" ]; then
 	uapi="$KVM_GMEM_CACHE/uapi/$(basename "$tree")"
+	# make check's series check prepares its own copy at the same time.
+	[ -f "$uapi/.complete" ] || cache_lock "uapi-$(basename "$tree")"
 	if [ ! -f "$uapi/.complete" ]; then
 		step "installing the tree's uapi headers into the cache"
 		rm -rf "$uapi"
