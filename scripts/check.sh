@@ -12,25 +12,28 @@ summary=build/results/check-summary.txt
 : > "$summary"
 failed=0
 
-# record NAME SECONDS RC LOG: one verdict line of the summary.
+# record NAME SECONDS RC LOG CPU: one verdict line of the summary, with the
+# step's CPU seconds (two cores are shared by the foreground steps and the
+# background job, so a step's wall time alone does not say what it cost).
 record() {
 	if [ "$3" -eq 0 ]; then
-		printf '%-34s PASS %5ds\n' "$1" "$2" >> "$summary"
+		printf '%-34s PASS %5ds cpu %5ds\n' "$1" "$2" "$5" >> "$summary"
 	else
 		failed=1
-		printf '%-34s FAIL %5ds  (exit %d, log: %s)\n' "$1" "$2" "$3" "$4" >> "$summary"
+		printf '%-34s FAIL %5ds cpu %5ds  (exit %d, log: %s)\n' "$1" "$2" "$5" "$3" "$4" >> "$summary"
 	fi
 }
 
 # run_step NAME LOG COMMAND...: run one step, log to LOG, record the verdict.
 run_step() {
-	local name=$1 log=$2 t0 rc
+	local name=$1 log=$2 t0 rc cpu0
 	shift 2
 	t0=$(date +%s)
+	cpu0=$(children_cpu $$)
 	step "$name ..."
 	"$@" > "$log" 2>&1
 	rc=$?
-	record "$name" $(( $(date +%s) - t0 )) $rc "$log"
+	record "$name" $(( $(date +%s) - t0 )) $rc "$log" $(( $(children_cpu $$) - cpu0 ))
 	[ $rc -eq 0 ] || tail -n 15 "$log" | sed 's/^/    /'
 	tail -n 1 "$summary"
 	return $rc
@@ -50,15 +53,16 @@ step "building the guest image and kernels in the background (log: $prebuild_log
 # makes it a session, which the scheduler weighs as much as this one
 # (autogroup) whatever its nice value: lower the session's weight too.
 setsid bash -c '
+	. scripts/lib.sh
 	echo 19 > /proc/self/autogroup 2>/dev/null
 	t0=$(date +%s) rc=0
-	( src=0
+	( src=0 me=$BASHPID
 	  chrt --idle 0 nice -n 19 scripts/check-series.sh > build/results/check-series.log 2>&1 || src=1
-	  echo "series check: exit $src after $(( $(date +%s) - t0 ))s" ) &
+	  echo "series check: exit $src after $(( $(date +%s) - t0 ))s cpu $(children_cpu $me)s" ) &
 	nice -n 19 qemu/rootfs.sh || rc=1
 	nice -n 19 scripts/build-kernel.sh shim || rc=1
 	nice -n 19 scripts/build-kernel.sh arm64 || rc=1
-	echo "prebuild: exit $rc after $(( $(date +%s) - t0 ))s"
+	echo "prebuild: exit $rc after $(( $(date +%s) - t0 ))s cpu $(children_cpu $$)s"
 	wait
 	exit $rc' > "$prebuild_log" 2>&1 &
 prebuild=$!
@@ -100,15 +104,16 @@ wait "$prebuild"
 # Each part's verdict is its closing line: a part that died without one
 # failed too.
 verdict() {
-	sed -n "s/^$1: exit \([0-9]*\) after \([0-9]*\)s$/\1 \2/p" "$prebuild_log"
+	sed -n "s/^$1: exit \([0-9]*\) after \([0-9]*\)s cpu \([0-9]*\)s$/\1 \2 \3/p" "$prebuild_log"
 }
-read -r rc took <<<"$(verdict prebuild)"
-record "guest image + kernels (background)" "${took:-0}" "${rc:-1}" "$prebuild_log"
-read -r rc took <<<"$(verdict 'series check')"
-record "series check (patch by patch, background)" "${took:-0}" "${rc:-1}" build/results/check-series.log
+read -r rc took cpu <<<"$(verdict prebuild)"
+record "guest image + kernels (background)" "${took:-0}" "${rc:-1}" "$prebuild_log" "${cpu:-0}"
+read -r rc took cpu <<<"$(verdict 'series check')"
+record "series check (patch by patch, background)" "${took:-0}" "${rc:-1}" build/results/check-series.log "${cpu:-0}"
 [ "${rc:-1}" = 0 ] || tail -n 15 build/results/check-series.log | sed 's/^/    /'
 echo
-echo "=== make check: $(( $(date +%s) - KVM_GMEM_T0 ))s (details: build/results/) ==="
+wall=$(( $(date +%s) - KVM_GMEM_T0 ))
+echo "=== make check: ${wall}s, cpu $(children_cpu $$)s of $(( wall * $(nproc) ))s on $(nproc) cores (details: build/results/) ==="
 cat "$summary"
 echo
 # One line per tier: the sums over its TAP files.

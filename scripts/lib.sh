@@ -12,6 +12,12 @@ step() {
 	printf '[%4ds] %s\n' $(( $(date +%s) - KVM_GMEM_T0 )) "$*"
 }
 
+# children_cpu PID: CPU seconds (user + system) of the children PID has
+# waited for: what a step cost when its wall time hides a shared CPU.
+children_cpu() {
+	awk '{ sub(/^.*\) /, ""); printf "%d\n", ($14 + $15) / 100 }' "/proc/$1/stat"
+}
+
 die() {
 	printf 'error: %s\n' "$*" >&2
 	exit 1
