@@ -72,7 +72,12 @@ done)
 $missing"
 
 # Paths relative to the kernel dir, so builds in other cache dirs hit too.
-export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=8G CCACHE_BASEDIR="$out"
+# Depend mode: a miss costs the compile alone. In its default mode ccache
+# runs the preprocessor first on every miss, a third more CPU for a cold
+# kernel (30 shim objects: 48 s against 36 s for gcc alone, 36-37 s in
+# depend mode); hits still come from the direct-mode manifests, which
+# kbuild's -MMD dependency files feed.
+export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=8G CCACHE_BASEDIR="$out" CCACHE_DEPEND=1
 export KBUILD_BUILD_TIMESTAMP="2026-01-01" KBUILD_BUILD_USER=kvm-gmem KBUILD_BUILD_HOST=kvm-gmem
 targets=("$(basename "$image")")
 grep -q '^CONFIG_MODULES=y' "$obj/.config" && targets+=(modules)

@@ -6,7 +6,7 @@
 #   no-host-mmap     stock tier, our modules built without
 #                    CONFIG_KVM_GMEM_SHARED_MEM
 #   no-numa-policy   stock tier, gmem_numa_test, our modules built without
-#                    NUMA placement (KVM_GMEM_MPOL=n)
+#                    NUMA placement (CONFIG_KVM_GMEM_MPOL renamed away)
 #   no-attr-lookup   stock tier, gmem_conversion_test, our kvm.ko with the
 #                    per-file attribute lookup gone (every page reads shared)
 #   no-write         stock tier, gmem_write_test, our kvm.ko without
@@ -148,11 +148,15 @@ gmem_vcpu_test: "default_vm_memory_comes_from_gmem" FAILED: no GUEST_MEMFD_FLAG_
 example_vmm: "example_vmm" was SKIPPED \(no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS\)' -- KVM_GMEM_SHARED_MEM=n KVM_GMEM_DEBUG_INFO=n BUILD_OBJ="$top/build/obj/mutant-no-host-mmap-$kver"
 		;;
 	no-numa-policy)
+		# Built as if without CONFIG_KVM_GMEM_MPOL: only guest_memfd.c
+		# reads it, so only that file is rebuilt.
+		mutate no-numa-policy virt/kvm/guest_memfd.c \
+			's/\bCONFIG_KVM_GMEM_MPOL\b/CONFIG_KVM_GMEM_MPOL_OFF_IN_THIS_MUTANT/g' || continue
 		must_fail no-numa-policy stock ours \
 'gmem_numa_test: "MPOL_BIND node 1, host faults from node 0" FAILED: host fault: page 0 is on node 0, want node 1
 gmem_numa_test: "a vCPU on node 0 faults in a gmem-only memslot page bound to node 1" FAILED: .*is on node 0, want node 1
-gmem_numa_test: "MPOL_INTERLEAVE nodes 0-1: page i on node i % 2, whatever the touch order" FAILED: interleave: page [0-9]+ is on node' -- KVM_GMEM_MPOL=n KVM_GMEM_DEBUG_INFO=n ONLY=gmem_numa_test \
-			BUILD_OBJ="$top/build/obj/mutant-no-numa-policy-$kver"
+gmem_numa_test: "MPOL_INTERLEAVE nodes 0-1: page i on node i % 2, whatever the touch order" FAILED: interleave: page [0-9]+ is on node' -- ONLY=gmem_numa_test \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-numa-policy-$kver"
 		;;
 	no-attr-lookup)
 		mutate no-attr-lookup virt/kvm/guest_memfd.c \
@@ -170,12 +174,15 @@ gmem_conversion_test: "kvm_follows_the_file" FAILED: .*data page private: the gu
 			ONLY=gmem_write_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-write-$kver"
 		;;
 	no-direct-map)
+		# Built as if the kernel had no NO_DIRECT_MAP exports: only
+		# guest_memfd.c reads CONFIG_KVM_GMEM_NO_DIRECT_MAP.
+		mutate no-direct-map virt/kvm/guest_memfd.c \
+			's/\bCONFIG_KVM_GMEM_NO_DIRECT_MAP\b/CONFIG_KVM_GMEM_NO_DIRECT_MAP_OFF_IN_THIS_MUTANT/g' || continue
 		must_fail no-direct-map shim ours \
 'gmem_ndm_test: "a faulted page is out of the direct map.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered
 gmem_ndm_test: "GUP refuses the memory.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered
 gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered' -- \
-			KVM_GMEM_NO_DIRECT_MAP=n ONLY=gmem_ndm_test \
-			BUILD_OBJ="$top/build/obj/mutant-no-direct-map-shim"
+			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-direct-map-shim"
 		;;
 	ndm-no-flush)
 		# A stale kernel TLB entry shows only while no full flush has

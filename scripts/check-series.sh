@@ -31,8 +31,11 @@ for p in "${patches[@]}"; do
 		{ cat "$work/prepare.log"; die "does not apply: $p"; }
 	# A patch that touches only the selftests changes nothing the modules
 	# build from.
-	if grep -q '^+++ b/' "$top/src/$p" && ! grep '^+++ b/' "$top/src/$p" | grep -qv '^+++ b/tools/'; then
-		step "  touches tools/ only: the modules are as after the patch before"
+	# Kconfig files are not read by the module build (Kbuild sets the
+	# CONFIG_ symbols itself) and tools/ is the selftests'.
+	if grep -q '^+++ b/' "$top/src/$p" &&
+	   ! grep '^+++ b/' "$top/src/$p" | grep -qvE '^\+\+\+ b/(tools/.*|.*/Kconfig)$'; then
+		step "  touches tools/ or Kconfig only: the modules are as after the patch before"
 	else
 		KVM_GMEM_DEBUG_INFO=n "$top/scripts/build-modules.sh" > "$work/build.log" 2>&1 ||
 			{ tail -40 "$work/build.log"; die "modules do not build after $p (log: $work/build.log)"; }
@@ -64,7 +67,7 @@ arm64="$work/arm64"
 rm -rf "$arm64"
 mkdir -p "$arm64"
 cp -al "$tree" "$arm64/src"
-export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_BASEDIR="$arm64"
+export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_BASEDIR="$arm64" CCACHE_DEPEND=1
 cross=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="ccache aarch64-linux-gnu-gcc")
 need_tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
 cat "$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config" > "$arm64/fragments.config"
