@@ -2,7 +2,8 @@
 # kvm-gmem: guest_memfd host mmap() for Debian 6.12's KVM, as out-of-tree modules.
 #
 #   make              build kvm.ko, kvm-amd.ko, kvm-intel.ko for the Debian kernel
-#                     matching the installed linux-source-6.12 (KVER=, KDIR= override)
+#                     matching the installed linux-source-6.12 (KVER=, KDIR= override;
+#                     DEBIAN=13: trixie's kernel, from its archive)
 #   make qemu-test    build, boot a TCG guest, swap in our modules, run the tests
 #   make check        everything CI runs: series check + all guest tiers
 #
@@ -14,6 +15,11 @@ export KVM_GMEM_CACHE
 
 KVER ?=
 KDIR ?=
+# DEBIAN=12|13: the Debian release whose 6.12 kernel to build and test for,
+# by default the build host's (scripts/lib.sh). The test programs are the
+# same for both: they always come from the host release's tree.
+DEBIAN ?=
+export DEBIAN
 TIER ?= stock
 # DKMS=1 is what dkms.conf runs: modules only, from the installed source
 # tarball, nothing written outside this directory, no apt.
@@ -34,6 +40,7 @@ modules: prepare
 	@scripts/build-modules.sh $(KVER) $(KDIR)
 
 selftests: prepare
+	@DEBIAN= scripts/prepare.sh
 	@scripts/build-selftests.sh
 	@scripts/build-mainline-selftests.sh
 	@$(MAKE) -s -C tests KVM_GMEM_SRC=$(CURDIR)/build/src OUT=$(CURDIR)/build/tests

@@ -1,7 +1,7 @@
 #!/bin/bash
 # shellcheck source-path=SCRIPTDIR
-# Build (or reuse from the cache) the dkms tier's guest image: Debian bookworm
-# minbase + qemu/dkms-image-packages (dkms, the generic 6.12 kernel, its
+# Build (or reuse from the cache) the dkms tier's guest image: Debian minbase
+# of the release DEBIAN names (bookworm; trixie with DEBIAN=13) + qemu/dkms-image-packages (dkms, the generic 6.12 kernel, its
 # headers and linux-source-6.12, installed as packages, the way a user's
 # machine has them) + the guest init, as an ext4 image. Prints its path.
 # Boots use it read-only (QEMU -snapshot): every run starts from this state.
@@ -11,13 +11,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$top/scripts/lib.sh"
 
-suite=bookworm
+suite=$debian_suite
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 security=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 kver=$("$top/scripts/kernel-version.sh" kver)
 pkgver=$("$top/scripts/kernel-version.sh" pkgver)
+gcc=$("$top/scripts/kernel-version.sh" gcc)
 packages=$(sed 's/#.*//' "$here/dkms-image-packages" | xargs |
-	sed "s/@KVER@/$kver/g; s/@PKGVER@/$pkgver/g")
+	sed "s/@KVER@/$kver/g; s/@PKGVER@/$pkgver/g; s/@GCC@/$gcc/g")
 need_tools debootstrap:debootstrap mkfs.ext4:e2fsprogs
 
 key=$( {
@@ -32,8 +33,8 @@ if [[ -f "$out" ]]; then
 fi
 
 [[ $(id -u) == 0 ]] || die "dkms-image.sh needs root (debootstrap, chroot); run it once as root to fill the cache"
-debs="$KVM_GMEM_CACHE/debs/dkms-image"
-mkdir -p "$KVM_GMEM_CACHE/rootfs" "$KVM_GMEM_CACHE/debs/debootstrap" "$debs/partial"
+debs="$KVM_GMEM_CACHE/debs/dkms-image-$suite"
+mkdir -p "$KVM_GMEM_CACHE/rootfs" "$KVM_GMEM_CACHE/debs/debootstrap-$suite" "$debs/partial"
 tmp=$(mktemp -d "$KVM_GMEM_CACHE/rootfs/.tmp.XXXXXX")
 # proc, dev and the apt cache are mounted inside the target while apt runs:
 # unmount them before deleting, and never cross into another filesystem.
@@ -46,11 +47,11 @@ root="$tmp/root"
 t0=$(date +%s)
 
 step "dkms image: debootstrap $suite minbase" >&2
-debootstrap --variant=minbase --cache-dir="$KVM_GMEM_CACHE/debs/debootstrap" \
+debootstrap --variant=minbase --cache-dir="$KVM_GMEM_CACHE/debs/debootstrap-$suite" \
 	"$suite" "$root" "$mirror" >"$tmp/debootstrap.log" 2>&1 ||
 	{ tail -n 30 "$tmp/debootstrap.log" >&2; die "debootstrap failed"; }
 
-# The kernel packages of this version are in bookworm-security only.
+# The kernel packages of this version are in the security suite only.
 cat >"$root/etc/apt/sources.list" <<-EOS
 	deb $mirror $suite main
 	deb $security $suite-security main

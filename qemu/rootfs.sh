@@ -1,15 +1,16 @@
 #!/bin/bash
 # shellcheck source-path=SCRIPTDIR
-# Build (or reuse from the cache) the guest root filesystem: Debian bookworm
-# minbase + qemu/rootfs-packages + the guest init, as an ext4 image. Prints the
-# image path. Boots use it read-only (QEMU -snapshot), so one image serves all.
+# Build (or reuse from the cache) the guest root filesystem: Debian minbase
+# of the release DEBIAN names (bookworm; trixie with DEBIAN=13) +
+# qemu/rootfs-packages + the guest init, as an ext4 image. Prints the image
+# path. Boots use it read-only (QEMU -snapshot), so one image serves all.
 # Env: DEBIAN_MIRROR (default http://deb.debian.org/debian).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../scripts/lib.sh"
 . "$here/common.sh"
 
-suite=bookworm
+suite=$debian_suite
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 packages=$(sed 's/#.*//' "$here/rootfs-packages" | xargs | tr ' ' ',')
 # Before the key: the tool versions are part of it.
@@ -28,7 +29,7 @@ if [[ -f "$out" ]]; then
 fi
 
 [[ $(id -u) == 0 ]] || die "rootfs.sh needs root (debootstrap); run it once as root to fill the cache"
-mkdir -p "$KVM_GMEM_CACHE/rootfs" "$KVM_GMEM_CACHE/debs/debootstrap"
+mkdir -p "$KVM_GMEM_CACHE/rootfs" "$KVM_GMEM_CACHE/debs/debootstrap-$suite"
 tmp=$(mktemp -d "$KVM_GMEM_CACHE/rootfs/.tmp.XXXXXX")
 # An interrupted debootstrap can leave proc/sys mounted inside the target:
 # unmount those before deleting, and never cross into another filesystem.
@@ -41,7 +42,7 @@ root="$tmp/root"
 
 step "debootstrap $suite minbase (+$packages)" >&2
 debootstrap --variant=minbase --include="$packages" \
-	--cache-dir="$KVM_GMEM_CACHE/debs/debootstrap" \
+	--cache-dir="$KVM_GMEM_CACHE/debs/debootstrap-$suite" \
 	"$suite" "$root" "$mirror" >"$tmp/debootstrap.log" 2>&1 ||
 	{ tail -n 30 "$tmp/debootstrap.log" >&2; die "debootstrap failed"; }
 

@@ -7,6 +7,7 @@
 #   test-tier.sh arm64    our arm64 debug kernel, KVM built in (qemu-system-aarch64)
 #   test-tier.sh dkms     Debian's kernel, headers and source installed in the
 #                         image; our .deb installed there, dkms builds (slow)
+# DEBIAN=13: the stock, debian and dkms tiers on trixie's kernel and image.
 # Results: build/results/<tier>/, judged against tests/expect/<tier> (what
 # the tier must show; a SKIP or a missing case there fails it). Further
 # arguments go to run-tier.sh and win over the tier's own (e.g. --tests DIR,
@@ -28,9 +29,18 @@ top=$(cd "$here/.." && pwd)
 
 tier=${1:?usage: $0 stock|debian|shim|arm64|dkms [run-tier.sh arguments]}
 shift
-results="$top/build/results/$tier"
-stage="$top/build/stage/$tier"
-args=(--tier "$tier" --results "$results" --expect "$top/tests/expect/$tier")
+# DEBIAN=13 (scripts/lib.sh): trixie's kernel and image, for the tiers of
+# Debian's kernel; its results and staging apart from bookworm's.
+release=
+if [ "$DEBIAN" != 12 ]; then
+	case "$tier" in
+	stock|debian|dkms) release=-deb$DEBIAN ;;
+	*) die "tier $tier: its kernel is ours, built from Debian 12's tree (DEBIAN=13: the stock, debian and dkms tiers)" ;;
+	esac
+fi
+results="$top/build/results/$tier$release"
+stage="$top/build/stage/$tier$release"
+args=(--tier "$tier$release" --results "$results" --expect "$top/tests/expect/$tier")
 lists=("$top/tests/list")
 timeout=${QEMU_TIMEOUT:-900}
 extra=()	# files staged next to the tests
@@ -79,13 +89,13 @@ shim)
 dkms)
 	"$top/scripts/build-deb.sh" > "$top/build/deb.log" 2>&1 ||
 		die "make deb failed: see build/deb.log"
-	deb="$top/build/deb/kvm-gmem-dkms_$(cat "$top/VERSION")_all.deb"
+	deb=$(ls "$top/build/deb$release"/kvm-gmem-dkms_*_all.deb)
 	# The same package at a higher version, installed over the first in
 	# the guest (the upgrade path; run.sh finds it next to the tests).
 	upgrade="$(cat "$top/VERSION")+upgrade1"
 	"$top/scripts/build-deb.sh" --upgrade "$upgrade" > "$top/build/deb-upgrade.log" 2>&1 ||
 		die "the upgrade package failed to build: see build/deb-upgrade.log"
-	extra+=("$top/build/deb-upgrade/kvm-gmem-dkms_${upgrade}_all.deb")
+	extra+=("$(ls "$top/build/deb-upgrade$release"/kvm-gmem-dkms_*_all.deb)")
 	stock=$("$here/stock-kernel.sh")
 	# The same vmlinuz, but without the host's read-only /lib/modules share:
 	# dkms installs into the image's own /lib/modules and runs depmod there.

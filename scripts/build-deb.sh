@@ -1,5 +1,6 @@
 #!/bin/bash
-# make deb: build kvm-gmem-dkms_<VERSION>_all.deb (dh-dkms) into build/deb/.
+# make deb: build kvm-gmem-dkms_<VERSION>_all.deb (dh-dkms) into build/deb/
+# (DEBIAN=13: kvm-gmem-dkms_<VERSION>+deb13_all.deb into build/deb-deb13/).
 # The package is built from a copy of the work tree in build/deb/src, so
 # dpkg-buildpackage's files never land in the clone.
 #   build-deb.sh                      the package at VERSION
@@ -17,10 +18,19 @@ if [ "${1:-}" = --upgrade ]; then
 	version=${2:?usage: $0 [--upgrade VERSION]}
 	out="$top/build/deb-upgrade"
 fi
-deb="$out/kvm-gmem-dkms_${version}_all.deb"
+# The package for Debian 13 is the same source for trixie's kernel: its
+# Debian version is VERSION+deb13 (newer than bookworm's, so a dist-upgrade
+# replaces it), its dkms.conf and dependencies name trixie's kernel.
+pkgversion=$version
+if [ "$DEBIAN" != 12 ]; then
+	pkgversion=$version+deb$DEBIAN
+	out=$out-deb$DEBIAN
+fi
+deb="$out/kvm-gmem-dkms_${pkgversion}_all.deb"
 # Also reached from qemu/test-tier.sh dkms, not only from make deb.
 "$top/scripts/install-deps.sh" deb
-"$top/scripts/check-packaging.sh"
+# The clone's packaging files are those of the Debian 12 package.
+DEBIAN=12 "$top/scripts/check-packaging.sh"
 
 step "building $(basename "$deb")"
 t0=$(date +%s)
@@ -42,7 +52,20 @@ if [ "$version" != "$(cat "$top/VERSION")" ]; then
 		echo
 		cat "$top/debian/changelog"
 	} > "$src/debian/changelog"
-	"$src/scripts/check-packaging.sh" >&2
+	DEBIAN=12 "$src/scripts/check-packaging.sh" >&2
+fi
+if [ "$pkgversion" != "$version" ]; then
+	"$src/scripts/gen-dkms-conf.sh" "$src/dkms.conf"
+	{
+		echo "kvm-gmem ($pkgversion) $debian_suite; urgency=medium"
+		echo
+		echo "  * The package at $version, built for Debian $DEBIAN's $("$top/scripts/kernel-version.sh" kver) kernel."
+		echo
+		echo " -- kvm-gmem developers <kvm-gmem@example.invalid>  $(date -R -u -d @"$(stat -c %Y "$top/VERSION")")"
+		echo
+		cat "$src/debian/changelog"
+	} > "$src/debian/changelog.new"
+	mv "$src/debian/changelog.new" "$src/debian/changelog"
 fi
 (cd "$src" && dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1 ||
 	{ tail -n 20 "$out/build.log" >&2; die "dpkg-buildpackage failed: see $out/build.log"; }

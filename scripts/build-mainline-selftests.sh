@@ -3,7 +3,7 @@
 # Linux source Debian ships (sid's linux-source-$SERIES), against that
 # release's uapi headers: "a VMM written for current upstream" that the tiers
 # run against our modules. Nothing of it enters the repo: the .deb comes from
-# the Debian archive through apt (signature checked), the build is cached in
+# the Debian archive through apt (scripts/debian-archive.sh), the build is cached in
 # $KVM_GMEM_CACHE/mainline-selftests/<package version>-<hash of this script>/.
 #   build-mainline-selftests.sh   -> build/mainline-selftests/mainline_<test>
 set -euo pipefail
@@ -20,22 +20,8 @@ SERIES=7.2
 TESTS=(guest_memfd_test)
 out="$top/build/mainline-selftests"
 
-# Debian unstable's package lists, in a private apt state of the cache: the
-# build host's own apt configuration is left as it is.
-apt_dir="$KVM_GMEM_CACHE/apt-sid"
-cache_lock apt-sid
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial"
-echo "deb http://deb.debian.org/debian sid main" > "$apt_dir/sources.list"
-apt_opts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-	  -o Dir::State::Lists="$apt_dir/lists" -o Dir::Cache="$apt_dir"
-	  -o Dir::Cache::archives="$apt_dir/archives" -o Debug::NoLocking=1
-	  -o APT::Get::List-Cleanup=0)
-step "sid package lists (for linux-source-$SERIES)"
-apt-get "${apt_opts[@]}" -qq update > "$apt_dir/update.log" 2>&1 ||
-	{ cat "$apt_dir/update.log"; die "apt-get update of Debian sid failed (see above)"; }
-version=$(apt-cache "${apt_opts[@]}" show "linux-source-$SERIES" 2>/dev/null |
-	sed -n 's/^Version: //p' | sort -V | tail -n 1)
-[ -n "$version" ] || die "Debian sid has no linux-source-$SERIES any more: bump SERIES in $0"
+version=$("$top/scripts/debian-archive.sh" sid version "linux-source-$SERIES") ||
+	die "no linux-source-$SERIES in Debian sid (any more?): bump SERIES in $0"
 
 key=$( { echo "$version"; cat "$0"; } | sha256sum | cut -c1-16)
 cache="$KVM_GMEM_CACHE/mainline-selftests/$version-$key"
@@ -44,9 +30,7 @@ if [ ! -f "$cache/.complete" ]; then
 	step "building mainline $SERIES selftests from linux-source-$SERIES $version: ${TESTS[*]}"
 	rm -rf "$cache"
 	mkdir -p "$cache/debs"
-	(cd "$cache/debs" && apt-get "${apt_opts[@]}" -q download "linux-source-$SERIES=$version") \
-		> "$cache/download.log" 2>&1 ||
-		{ cat "$cache/download.log"; die "apt-get download linux-source-$SERIES=$version failed"; }
+	"$top/scripts/debian-archive.sh" sid download "$cache/debs" "linux-source-$SERIES=$version"
 	# Only what the selftests and the uapi headers need of the tree.
 	dpkg-deb --fsys-tarfile "$cache/debs"/linux-source-"$SERIES"_*.deb |
 		tar -xO "./usr/src/linux-source-$SERIES.tar.xz" |

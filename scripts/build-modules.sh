@@ -2,15 +2,15 @@
 # Build kvm.ko, kvm-amd.ko and kvm-intel.ko from build/src for one target
 # kernel, in build/obj/<kver>/, then check the export CRCs against it.
 #   build-modules.sh [KVER [KDIR]]
-# Defaults: the Debian kernel matching the installed linux-source-6.12, with
-# its headers fetched into the cache.
+# Defaults: the Debian kernel matching the release's linux-source-6.12 (the
+# installed one; DEBIAN=13: trixie's), with its headers fetched into the cache.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 kver=${1:-$("$top/scripts/kernel-version.sh" kver)}
 kdir=${2:-$("$top/scripts/headers.sh" "$kver")}
-src=${BUILD_SRC:-$top/build/src}
+src=${BUILD_SRC:-$(release_build_src "$top")}
 obj=${BUILD_OBJ:-$top/build/obj/$kver}
 [ -f "$kdir/Module.symvers" ] || die "$kdir is not a kernel build directory (no Module.symvers)"
 
@@ -32,8 +32,6 @@ ndm=n
 grep -qw set_direct_map_invalid_noflush "$kdir/Module.symvers" &&
 	grep -qw flush_tlb_kernel_range "$kdir/Module.symvers" &&
 	grep -qw guestmem_no_direct_map_get "$kdir/Module.symvers" && ndm=y
-# KVM_GMEM_NO_DIRECT_MAP=n builds without it anyway (check-mutants.sh).
-[ "${KVM_GMEM_NO_DIRECT_MAP:-}" != n ] || ndm=n
 printf 'KVM_GMEM_MM_HOOK := %s\nKVM_GMEM_MM_PUT_NOTIFY := %s\nKVM_GMEM_MM_MPOL := %s\nKVM_GMEM_MM_NO_DIRECT_MAP := %s\n' \
 	"$hook" "$put" "$mpol" "$ndm" > "$obj/target.mk.new"
 cmp -s "$obj/target.mk.new" "$obj/target.mk" 2>/dev/null &&
@@ -46,6 +44,10 @@ make_args=()
 [ "${KVM_GMEM_DEBUG_INFO:-}" != n ] || make_args+=(CONFIG_DEBUG_INFO= CONFIG_DEBUG_INFO_BTF_MODULES=)
 
 step "building modules for $kver (mm hook: $hook, put notify: $put, mm shared policy: $mpol, no direct map: $ndm${make_args:+, no debug info})"
-make -C "$kdir" M="$obj" -j"$(nproc)" ${V:+V=$V} "${make_args[@]}" modules
+# Another release's headers build in its build root (its compiler, its libc).
+in_root=()
+[ -n "$debian_native" ] ||
+	in_root=("$top/scripts/build-root.sh" "${kdir%/usr/src/*}" "$obj" --)
+"${in_root[@]}" make -C "$kdir" M="$obj" -j"$(nproc)" ${V:+V=$V} "${make_args[@]}" modules
 step "built: $(cd "$obj" && ls -1 kvm.ko kvm-amd.ko kvm-intel.ko | tr '\n' ' ')"
 "$top/scripts/check-crc.sh" "$obj/Module.symvers" "$kdir/Module.symvers"

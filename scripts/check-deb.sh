@@ -8,7 +8,9 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/build-deb.sh"
-changes=$(ls "$top"/build/deb/*.changes)
+dir=$top/build/deb
+[ "$DEBIAN" = 12 ] || dir=$dir-deb$DEBIAN
+changes=$(ls "$dir"/*.changes)
 step "lintian --fail-on error,warning $(basename "$changes")"
 rc=0
 report=$(lintian --fail-on error,warning --info "$changes" 2>&1) || rc=$?

@@ -13,6 +13,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+# dkms builds with the host's compiler: only the host's release natively.
+[ -n "$debian_native" ] ||
+	die "the native dkms build is for the host's release (Debian $host_debian); Debian $DEBIAN's: make check-dkms DEBIAN=$DEBIAN"
 version=$(cat "$top/VERSION")
 deb=${1:-$top/build/deb/kvm-gmem-dkms_${version}_all.deb}
 [ -f "$deb" ] || "$top/scripts/build-deb.sh"

@@ -74,6 +74,7 @@ run_step "dkms.conf, changelog up to date" build/results/dkms-conf.log scripts/c
 run_step "package: make deb, lintian" build/results/deb.log scripts/check-deb.sh
 run_step "package: dkms build (native)" build/results/dkms-build.log scripts/check-dkms-build.sh
 run_step "prepare + modules (Debian kernel)" build/results/modules.log make -s modules
+run_step "Debian 13: series, modules, CRCs" build/results/debian13-build.log scripts/check-release-build.sh 13
 run_step "selftests + tests" build/results/selftests.log make -s selftests
 run_step "tier stock (our modules)" build/results/tier-stock.log qemu/test-tier.sh stock
 run_step "README ABI table = gmem_abi_test's cases" build/results/abi-table.log scripts/abi-table.sh --check

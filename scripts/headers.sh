@@ -1,6 +1,7 @@
 #!/bin/bash
 # Print a module build directory (KDIR) for a Debian kernel release, made from
-# the headers .debs with apt-get download + dpkg-deb -x into the cache.
+# the headers .debs with apt-get download + dpkg-deb -x into the cache
+# (another release than the host's: through scripts/debian-archive.sh).
 # Installing linux-headers-* would drag a linux-image onto the build host.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -14,14 +15,17 @@ kdir="$root/usr/src/linux-headers-$kver"
 # make check's series check (in the background) may want them at once.
 [ -f "$root/.complete" ] || cache_lock "headers-$kver-$pkgver"
 if [ ! -f "$root/.complete" ]; then
-	debs="$KVM_GMEM_CACHE/debs"
-	mkdir -p "$debs"
+	pkgs=("linux-headers-$kver=$pkgver" "linux-headers-$abi-common=$pkgver" "linux-kbuild-$abi=$pkgver")
 	step "downloading headers for $kver ($pkgver)" >&2
-	(cd "$debs" && apt-get download -q \
-		"linux-headers-$kver=$pkgver" \
-		"linux-headers-$abi-common=$pkgver" \
-		"linux-kbuild-$abi=$pkgver" >&2 2>/dev/null) ||
-		die "apt-get download of the $kver headers failed (run 'apt-get update'?)"
+	if [ -n "$debian_native" ]; then
+		debs="$KVM_GMEM_CACHE/debs"
+		mkdir -p "$debs"
+		(cd "$debs" && apt-get download -q "${pkgs[@]}" >&2 2>/dev/null) ||
+			die "apt-get download of the $kver headers failed (run 'apt-get update'?)"
+	else
+		debs="$KVM_GMEM_CACHE/debs/$debian_suite"
+		"$(dirname "$0")/debian-archive.sh" "$debian_suite" download "$debs" "${pkgs[@]}"
+	fi
 	rm -rf "$root.tmp" "$root"
 	mkdir -p "$root.tmp"
 	for pkg in "linux-headers-$kver" "linux-headers-$abi-common" "linux-kbuild-$abi"; do

@@ -4,7 +4,11 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-build_pkgs="linux-source-6.12 make gcc-12 bc flex bison libelf-dev libssl-dev dwarves
+# The host's own compiler (gcc-12 on bookworm): another release's kernel
+# builds in its build root (scripts/build-root.sh).
+host_gcc=gcc-12
+[ "$host_debian" != 13 ] || host_gcc=gcc-14
+build_pkgs="linux-source-6.12 make $host_gcc bc flex bison libelf-dev libssl-dev dwarves
 	    kmod cpio rsync xz-utils patch perl python3 ccache"
 qemu_pkgs="qemu-system-x86 qemu-utils debootstrap busybox-static e2fsprogs tmux file"
 # The arm64 guest: cross compiler, QEMU, and Debian's arm64 packages for its
@@ -13,8 +17,9 @@ arm64_pkgs="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm cpio"
 bench_pkgs="gnuplot-nox"	# make bench: the PNG chart
 deb_pkgs="debhelper dh-dkms dkms lintian"	# make deb (lintian: make check)
 # What a dkms build of the modules runs (make modules DKMS=1): the Depends of
-# the kvm-gmem-dkms package, so they are only checked, never installed.
-dkms_pkgs="linux-source-6.12 make gcc-12 rsync xz-utils patch kmod"
+# the kvm-gmem-dkms package, so they are only checked, never installed. (In
+# dkms DEBIAN is the machine's own release: its kernel's compiler.)
+dkms_pkgs="linux-source-6.12 make $debian_gcc rsync xz-utils patch kmod"
 
 case "${1:-all}" in
 build) want=$build_pkgs ;;

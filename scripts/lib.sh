@@ -7,6 +7,41 @@ export KVM_GMEM_CACHE
 : "${KVM_GMEM_T0:=$(date +%s)}"
 export KVM_GMEM_T0
 
+# DEBIAN=12 (bookworm) or 13 (trixie): the Debian release whose 6.12 kernel
+# the modules are built for; by default the build host's own. The host's
+# release builds from the installed linux-source-6.12 with the host's
+# compiler; the other one from its archive, into the cache, in a build root
+# of that release (scripts/build-root.sh): the two source packages have one
+# name, and each kernel wants its release's compiler.
+host_debian=$(cut -d. -f1 /etc/debian_version 2>/dev/null || true)
+case "$host_debian" in 12|13) ;; *) host_debian=12 ;; esac
+: "${DEBIAN:=$host_debian}"
+export DEBIAN
+# debian_gcc: the compiler the release's kernel was built with (and that
+# its linux-headers package depends on).
+case "$DEBIAN" in
+12) debian_suite=bookworm debian_gcc=gcc-12 ;;
+13) debian_suite=trixie debian_gcc=gcc-14 ;;
+*)  printf 'error: DEBIAN=%s: 12 (bookworm) or 13 (trixie)\n' "$DEBIAN" >&2; exit 1 ;;
+esac
+debian_native=; [ "$DEBIAN" != "$host_debian" ] || debian_native=1
+
+# release_build_src TOP: where prepare.sh puts the series applied to the
+# release's tree: build/src for the host's release, build/src-debNN else.
+release_build_src() {
+	if [ -n "$debian_native" ]; then echo "$1/build/src"; else echo "$1/build/src-deb$DEBIAN"; fi
+}
+
+# release_source_deb VERSION: the linux-source-6.12 package of a release
+# other than the host's, downloaded into the cache once; prints its path.
+release_source_deb() {
+	local debs="$KVM_GMEM_CACHE/debs/$debian_suite"
+	local deb="$debs/linux-source-6.12_${1}_all.deb"
+	[ -f "$deb" ] || "$(dirname "${BASH_SOURCE[0]}")/debian-archive.sh" "$debian_suite" \
+		download "$debs" "linux-source-6.12=$1" >&2
+	echo "$deb"
+}
+
 # step "message": one progress line with seconds since the run started.
 step() {
 	printf '[%4ds] %s\n' $(( $(date +%s) - KVM_GMEM_T0 )) "$*"

@@ -10,7 +10,9 @@
 # KVM_GMEM_MODULES_ONLY=1 (dkms builds, see dkms.conf): take only the files
 # below straight out of /usr/src/linux-source-6.12.tar.xz and skip the
 # selftests' uapi headers, so nothing is written outside build/ (no cache,
-# no 1.5 GB tree extracted in a dkms build).
+# no 1.5 GB tree extracted in a dkms build). With DEBIAN naming another
+# release than the host's (lib.sh), the tree is that release's and the
+# result goes to build/src-debNN.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -18,13 +20,18 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 limit=${1:-}
 modules_only=${KVM_GMEM_MODULES_ONLY:-}
 tarball=/usr/src/linux-source-6.12.tar.xz
-if [ -n "$modules_only" ]; then
+if [ -n "$modules_only" ] && [ -n "$debian_native" ]; then
 	[ -r "$tarball" ] || die "$tarball missing: install linux-source-6.12"
 	tree="$tarball $(dpkg-query -W -f='${Version}' linux-source-6.12) (modules only)"
+elif [ -n "$modules_only" ]; then
+	# Another release's (make check's build of the Debian 13 modules): the
+	# tarball is read out of its package, not extracted into the cache.
+	deb=$(release_source_deb "$("$top/scripts/kernel-version.sh" pkgver)")
+	tree="$deb (modules only)"
 else
 	tree=$("$top/scripts/tree.sh")
 fi
-out=${BUILD_SRC:-$top/build/src}
+out=${BUILD_SRC:-$(release_build_src "$top")}
 
 # The part of the tree our modules and tests are built from.
 tree_files=(
@@ -63,11 +70,13 @@ if [ -f "$out/.prepared" ] && [ "$(cat "$out/.prepared")" = "$stamp" ]; then
 	exit 0
 fi
 
-step "preparing build/src from $tree (${#patches[@]} patches)"
+step "preparing ${out#"$top"/} from $tree (${#patches[@]} patches)"
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
 if [ -n "$modules_only" ]; then
-	tar -xJf "$tarball" -C "$out.tmp" --strip-components=1 "${tree_files[@]/#/linux-source-6.12/}"
+	if [ -n "$debian_native" ]; then cat "$tarball"; else
+		dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/src/linux-source-6.12.tar.xz; fi |
+		tar -xJ -C "$out.tmp" --strip-components=1 "${tree_files[@]/#/linux-source-6.12/}"
 else
 	(cd "$tree" && cp -a --parents "${tree_files[@]}" "$out.tmp/")
 fi
@@ -116,4 +125,4 @@ mkdir -p "$out"
 rsync -rlc --delete "$out.tmp/" "$out/"
 rm -rf "$out.tmp"
 echo "$stamp" > "$out/.prepared"
-step "build/src ready"
+step "${out#"$top"/} ready"

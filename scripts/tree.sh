@@ -1,20 +1,32 @@
 #!/bin/bash
-# Print the path of the full Debian linux-source-6.12 tree, extracted once into
-# the cache and keyed by the package version (never inside the clone).
+# Print the path of the full Debian linux-source-6.12 tree of the release
+# (DEBIAN, see lib.sh), extracted once into the cache and keyed by the
+# package version (never inside the clone). The host's release: the installed
+# /usr/src/linux-source-6.12.tar.xz; the other: the tarball in its package,
+# downloaded into the cache.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-tarball=/usr/src/linux-source-6.12.tar.xz
-[ -r "$tarball" ] || die "$tarball missing: run 'make deps' (apt-get install linux-source-6.12)"
-version=$(dpkg-query -W -f='${Version}' linux-source-6.12)
+version=$("$(dirname "$0")/kernel-version.sh" pkgver)
 dir="$KVM_GMEM_CACHE/tree/$version"
 
 [ -f "$dir/.complete" ] || cache_lock "tree-$version"
 if [ ! -f "$dir/.complete" ]; then
-	step "extracting $tarball ($version) into the cache" >&2
+	if [ -n "$debian_native" ]; then
+		tarball=/usr/src/linux-source-6.12.tar.xz
+		[ -r "$tarball" ] || die "$tarball missing: run 'make deps' (apt-get install linux-source-6.12)"
+	else
+		deb=$(release_source_deb "$version")
+	fi
+	step "extracting linux-source-6.12 $version (Debian $DEBIAN) into the cache" >&2
 	rm -rf "$dir.tmp" "$dir"
 	mkdir -p "$dir.tmp"
-	tar -C "$dir.tmp" -xf "$tarball" --strip-components=1
+	if [ -n "$debian_native" ]; then
+		tar -xf "$tarball" -C "$dir.tmp" --strip-components=1
+	else
+		dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/src/linux-source-6.12.tar.xz |
+			tar -xJ -C "$dir.tmp" --strip-components=1
+	fi
 	touch "$dir.tmp/.complete"
 	mv "$dir.tmp" "$dir"
 fi

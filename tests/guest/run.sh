@@ -80,12 +80,19 @@ for m in kvm_amd kvm_intel kvm; do
 	[[ ! -d /sys/module/$m ]] || modprobe -r "$m" || true
 done
 
+# dkms_version_of DEB: the version dkms knows the package by (dkms.conf's
+# PACKAGE_VERSION; the Debian package's own is VERSION+deb13 for trixie).
+dkms_version_of() {
+	dpkg-deb --fsys-tarfile "$1" | tar -xO --wildcards './usr/src/kvm-gmem-*/dkms.conf' |
+		sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p'
+}
+
 # dkms_install DEB: install our package and check that dkms built, signed and
 # installed it for the running kernel, where modprobe prefers it; load kvm.
 dkms_install() {
 	local deb=$1 version kver t0 status file signer
 	kver=$(uname -r)
-	version=$(dpkg-deb -f "$deb" Version)
+	version=$(dkms_version_of "$deb")
 	note "modules: $(basename "$deb"), built by dkms in this guest for $kver"
 	# Our own MOK key: dkms signs with /var/lib/dkms/mok.{key,pub} when they exist.
 	openssl req -new -x509 -nodes -days 2 -subj "/CN=$dkms_key_cn" -newkey rsa:2048 \
@@ -157,7 +164,7 @@ dkms_install() {
 dkms_upgrade() {
 	local deb=$1 old=$dkms_version new kver t0 status file have
 	kver=$(uname -r)
-	new=$(dpkg-deb -f "$deb" Version)
+	new=$(dkms_version_of "$deb")
 	have=$(modinfo -F version kvm 2>/dev/null || true)
 	note "upgrade: $old -> $new (modprobe's kvm is version ${have:-none})"
 	progress "dpkg -i $(basename "$deb"): the upgrade, dkms builds again"
