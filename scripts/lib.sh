@@ -42,6 +42,19 @@ release_source_deb() {
 	echo "$deb"
 }
 
+# release_source_tarball VERSION: the release's linux-source-6.12.tar.xz on
+# stdout: the host's installed one, or the one inside the other release's
+# package (never extracted into the cache for that).
+release_source_tarball() {
+	local tarball=/usr/src/linux-source-6.12.tar.xz
+	if [ -n "$debian_native" ]; then
+		[ -r "$tarball" ] || die "$tarball missing: run 'make deps' (apt-get install linux-source-6.12)"
+		cat "$tarball"
+	else
+		dpkg-deb --fsys-tarfile "$(release_source_deb "$1")" | tar -xO ".$tarball"
+	fi
+}
+
 # step "message": one progress line with seconds since the run started.
 step() {
 	printf '[%4ds] %s\n' $(( $(date +%s) - KVM_GMEM_T0 )) "$*"

@@ -19,15 +19,12 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 limit=${1:-}
 modules_only=${KVM_GMEM_MODULES_ONLY:-}
-tarball=/usr/src/linux-source-6.12.tar.xz
-if [ -n "$modules_only" ] && [ -n "$debian_native" ]; then
-	[ -r "$tarball" ] || die "$tarball missing: install linux-source-6.12"
-	tree="$tarball $(dpkg-query -W -f='${Version}' linux-source-6.12) (modules only)"
-elif [ -n "$modules_only" ]; then
-	# Another release's (make check's build of the Debian 13 modules): the
-	# tarball is read out of its package, not extracted into the cache.
-	deb=$(release_source_deb "$("$top/scripts/kernel-version.sh" pkgver)")
-	tree="$deb (modules only)"
+if [ -n "$modules_only" ]; then
+	# Straight out of the release's tarball (lib.sh), which for another
+	# release than the host's (make check's build of the Debian 13 modules)
+	# is read out of its package, not extracted into the cache.
+	version=$("$top/scripts/kernel-version.sh" pkgver)
+	tree="linux-source-6.12 $version, Debian $DEBIAN (modules only)"
 else
 	tree=$("$top/scripts/tree.sh")
 fi
@@ -74,8 +71,7 @@ step "preparing ${out#"$top"/} from $tree (${#patches[@]} patches)"
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
 if [ -n "$modules_only" ]; then
-	if [ -n "$debian_native" ]; then cat "$tarball"; else
-		dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/src/linux-source-6.12.tar.xz; fi |
+	release_source_tarball "$version" |
 		tar -xJ -C "$out.tmp" --strip-components=1 "${tree_files[@]/#/linux-source-6.12/}"
 else
 	(cd "$tree" && cp -a --parents "${tree_files[@]}" "$out.tmp/")

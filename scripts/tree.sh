@@ -12,21 +12,10 @@ dir="$KVM_GMEM_CACHE/tree/$version"
 
 [ -f "$dir/.complete" ] || cache_lock "tree-$version"
 if [ ! -f "$dir/.complete" ]; then
-	if [ -n "$debian_native" ]; then
-		tarball=/usr/src/linux-source-6.12.tar.xz
-		[ -r "$tarball" ] || die "$tarball missing: run 'make deps' (apt-get install linux-source-6.12)"
-	else
-		deb=$(release_source_deb "$version")
-	fi
 	step "extracting linux-source-6.12 $version (Debian $DEBIAN) into the cache" >&2
 	rm -rf "$dir.tmp" "$dir"
 	mkdir -p "$dir.tmp"
-	if [ -n "$debian_native" ]; then
-		tar -xf "$tarball" -C "$dir.tmp" --strip-components=1
-	else
-		dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/src/linux-source-6.12.tar.xz |
-			tar -xJ -C "$dir.tmp" --strip-components=1
-	fi
+	release_source_tarball "$version" | tar -xJ -C "$dir.tmp" --strip-components=1
 	touch "$dir.tmp/.complete"
 	mv "$dir.tmp" "$dir"
 fi
