@@ -42,7 +42,8 @@ cp -a "$top"/{Makefile,Kbuild,VERSION,dkms.conf,scripts,debian} "$src/"
 cp -a "$top"/src/{series,virt,arch} "$src/src/"
 if [ "$version" != "$(cat "$top/VERSION")" ]; then
 	echo "$version" > "$src/VERSION"
-	"$src/scripts/gen-dkms-conf.sh" "$src/dkms.conf"
+	# Renumbered as the Debian 12 package; made trixie's below if DEBIAN=13.
+	DEBIAN=12 "$src/scripts/gen-dkms-conf.sh" "$src/dkms.conf"
 	{
 		echo "kvm-gmem ($version) bookworm; urgency=medium"
 		echo
