@@ -162,7 +162,7 @@ dkms_install() {
 # installed: dkms must remove the old modules and build and install the new
 # ones, and modprobe must find those. Sets dkms_version.
 dkms_upgrade() {
-	local deb=$1 old=$dkms_version new kver t0 status file have
+	local deb=$1 old=$dkms_version new kver t0 status file have want
 	kver=$(uname -r)
 	new=$(dkms_version_of "$deb")
 	have=$(modinfo -F version kvm 2>/dev/null || true)
@@ -191,10 +191,14 @@ dkms_upgrade() {
 	else
 		tap_line "not ok" "upgrade: modprobe resolves kvm to ${file:-nothing}, version ${have:-none}, want $new in updates/dkms/"
 	fi
-	if [[ "$(dpkg-query -W -f '${Version}' kvm-gmem-dkms 2>/dev/null)" == "$new" ]]; then
-		tap_line ok "upgrade: dpkg has kvm-gmem-dkms $new"
+	# The Debian version is the package's own (DEBIAN=13: VERSION+deb13).
+	want=$(dpkg-deb -f "$deb" Version)
+	have=$(dpkg-query -W -f '${Version}' kvm-gmem-dkms 2>/dev/null || true)
+	note "dpkg: kvm-gmem-dkms ${have:-not installed}, the package's version $want"
+	if [[ "$have" == "$want" ]]; then
+		tap_line ok "upgrade: dpkg has kvm-gmem-dkms at the upgrade's version"
 	else
-		tap_line "not ok" "upgrade: dpkg has kvm-gmem-dkms $(dpkg-query -W -f '${Version}' kvm-gmem-dkms 2>/dev/null), want $new"
+		tap_line "not ok" "upgrade: dpkg has kvm-gmem-dkms at the upgrade's version"
 	fi
 	dkms_version=$new
 }
