@@ -27,8 +27,24 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$top/scripts/lib.sh"
 
-tier=${1:?usage: $0 stock|debian|shim|arm64|dkms [run-tier.sh arguments]}
+tier=${1:?usage: $0 stock|debian|shim|arm64|dkms|stock-boot|shim-boot [run-tier.sh arguments]}
 shift
+# stock-boot, shim-boot: the tier's kernel and modules, but its list is
+# tests/boot-list (gmem_linux_boot_test, a Linux guest on guest_memfd) in a
+# guest of its own with one host thread per vCPU. QEMU's TCG leaves the
+# vector of an interrupt it injected at VMRUN pending as an exception and
+# delivers it a second time, IF=0 or not, at the next exit request (README,
+# "A Linux guest on guest_memfd"); round-robin TCG (thread=single) makes
+# one every 100 ms to switch vCPUs, MTTCG only for rare cross-CPU work.
+suffix=
+case "$tier" in
+*-boot)
+	tier=${tier%-boot}
+	case "$tier" in stock|shim) ;; *) die "no boot tier for $tier (stock-boot, shim-boot)" ;; esac
+	suffix=-boot
+	export TCG_THREAD=multi REGRESSION=0
+	;;
+esac
 # DEBIAN=13 (scripts/lib.sh): trixie's kernel and image, for the tiers of
 # Debian's kernel; its results and staging apart from bookworm's.
 release=
@@ -38,10 +54,12 @@ if [ "$DEBIAN" != 12 ]; then
 	*) die "tier $tier: its kernel is ours, built from Debian 12's tree (DEBIAN=13: the stock, debian and dkms tiers)" ;;
 	esac
 fi
-results="$top/build/results/$tier$release"
-stage="$top/build/stage/$tier$release"
-args=(--tier "$tier$release" --results "$results" --expect "$top/tests/expect/$tier")
+name=$tier$release$suffix
+results="$top/build/results/$name"
+stage="$top/build/stage/$name"
+args=(--tier "$name" --results "$results" --expect "$top/tests/expect/$tier$suffix")
 lists=("$top/tests/list")
+[ -z "$suffix" ] || lists=("$top/tests/boot-list")
 timeout=${QEMU_TIMEOUT:-900}
 extra=()	# files staged next to the tests
 
@@ -132,7 +150,7 @@ fi
 # needs none of the tier's staged, nor built.
 case " $* " in *" --tests "*) lists=() ;; esac
 if [ -n "${ONLY:-}" ] && [ ${#lists[@]} -gt 0 ]; then
-	only="$top/build/stage/$tier.only-list"
+	only="$top/build/stage/$name.only-list"
 	mkdir -p "$top/build/stage"
 	awk -v only=" $ONLY " '$1 !~ /^#/ && NF && index(only, " " $1 " ")' "${lists[@]}" >"$only"
 	[ -s "$only" ] || die "ONLY='$ONLY': no such program in the tier's lists"
@@ -145,14 +163,15 @@ if [ ${#lists[@]} -gt 0 ] && grep -q '^gmem_linux_boot_test' "$stage/list"; then
 	cp "$top/build/tests/boot-init" "$stage/boot-init"
 	cp "$("$here/stock-kernel.sh")/vmlinuz" "$stage/boot-vmlinuz"
 fi
-if { [ "${REGRESSION:-1}" = 0 ] || [ -n "${ONLY:-}" ]; } && [ -f "$stage/list" ]; then
+# (The boot tiers have no regression list to leave out.)
+if { { [ -z "$suffix" ] && [ "${REGRESSION:-1}" = 0 ]; } || [ -n "${ONLY:-}" ]; } && [ -f "$stage/list" ]; then
 	# A subset of the tier's programs: only their rules apply.
 	awk 'NR == FNR { if ($1 !~ /^#/ && NF) ran[$1] = 1; next }
-	     /^[ \t]*(#|$)/ || $1 in ran || $1 == "modules"' "$stage/list" "$top/tests/expect/$tier" >"$stage/expect"
+	     /^[ \t]*(#|$)/ || $1 in ran || $1 == "modules"' "$stage/list" "$top/tests/expect/$tier$suffix" >"$stage/expect"
 	# Case lists are checked only for the programs that ran.
 	rm -f "$stage/expect.cases"
-	[ ! -f "$top/tests/expect/$tier.cases" ] || cp "$top/tests/expect/$tier.cases" "$stage/expect.cases"
+	[ ! -f "$top/tests/expect/$tier$suffix.cases" ] || cp "$top/tests/expect/$tier$suffix.cases" "$stage/expect.cases"
 	args+=(--expect "$stage/expect")
 fi
-step "tier $tier: booting"
+step "tier $name: booting"
 exec "$here/run-tier.sh" "${args[@]}" --tests "$stage" --timeout "$timeout" "$@"

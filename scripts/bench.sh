@@ -89,7 +89,8 @@ done
 EOS
 	chmod +x "$stage/boot-bench"
 	echo "boot-bench $((reps * 3 * 120)) exit-status" > "$stage/list"
-	"$top/qemu/test-tier.sh" "${TIER:-stock}" --tier bench-boot --results "$results" \
+	# The tier's boot variant: one host thread per vCPU (qemu/test-tier.sh).
+	"$top/qemu/test-tier.sh" "${TIER:-stock}-boot" --tier bench-boot --results "$results" \
 		--tests "$stage" --expect "" > "$out/boot.log" 2>&1 || rc=$?
 	[ -f "$results/boot-bench.tap" ] || die "bench: the boot run left no output (status $rc): see $out/boot.log"
 	# rows: summary,CASE,VARIANT,s,REF,median,min,max,n and ratio,CASE,VARIANT,REF,median,min,max,n

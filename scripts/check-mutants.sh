@@ -3,6 +3,8 @@
 # is gone: the tier's own programs, judged by its own list, must FAIL, and
 # for the reason that proves the feature missing:
 #   debian-modules   stock tier, with Debian's kvm modules (no guest_memfd mmap)
+#   debian-boot      stock-boot tier (a Linux guest on guest_memfd), with
+#                    Debian's kvm modules
 #   no-host-mmap     stock tier, our modules built without
 #                    CONFIG_KVM_GMEM_SHARED_MEM
 #   no-numa-policy   stock tier, gmem_numa_test, our modules built without
@@ -127,7 +129,7 @@ must_fail() {
 }
 
 mutants=("$@")
-[ $# -gt 0 ] || mutants=(debian-modules no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
+[ $# -gt 0 ] || mutants=(debian-modules debian-boot no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
 			 ndm-no-gmem-pfncache)
 for m in "${mutants[@]}"; do
 	case "$m" in
@@ -139,6 +141,15 @@ for m in "${mutants[@]}"; do
 gmem_vcpu_test: "default_vm_gmem_only_in_place" was SKIPPED \(no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS\)
 gmem_write_test: "\(whole program\)" was SKIPPED \(no GUEST_MEMFD_FLAG_WRITE in KVM_CAP_GUEST_MEMFD_FLAGS
 gmem_conversion_test: "round_trip_page" was SKIPPED \(no kvm.gmem_in_place_conversion' -- MODULES=stock
+		;;
+	debian-boot)
+		# Only the anonymous-memory control can boot there: every
+		# guest_memfd variant SKIPs on the flags Debian's KVM lacks.
+		must_fail debian-boot stock-boot debian \
+'gmem_linux_boot_test: "\(whole program\)" was SKIPPED \(guest_memfd flags 0x[0-9a-f]+ not offered \(not our modules\)
+gmem_linux_boot_test.v7: "\(whole program\)" was SKIPPED \(the v7 ABI needs our modules
+gmem_linux_boot_test.write: "\(whole program\)" was SKIPPED \(guest_memfd flags 0x[0-9a-f]+ not offered \(not our modules\)
+gmem_linux_boot_test.numa: "\(whole program\)" was SKIPPED \(guest_memfd flags 0x[0-9a-f]+ not offered \(not our modules\)' -- MODULES=stock
 		;;
 	no-host-mmap)
 		# Our kvm.ko loads but cannot map: the cases FAIL, naming it.

@@ -77,6 +77,7 @@ run_step "prepare + modules (Debian kernel)" build/results/modules.log make -s m
 run_step "Debian 13: series, modules, CRCs" build/results/debian13-build.log scripts/check-release-build.sh 13
 run_step "selftests + tests" build/results/selftests.log make -s selftests
 run_step "tier stock (our modules)" build/results/tier-stock.log qemu/test-tier.sh stock
+run_step "tier stock-boot (a Linux guest)" build/results/tier-stock-boot.log qemu/test-tier.sh stock-boot
 run_step "README ABI table = gmem_abi_test's cases" build/results/abi-table.log scripts/abi-table.sh --check
 run_step "tier debian (Debian's modules)" build/results/tier-debian.log qemu/test-tier.sh debian
 # Only a real run of both can be compared.
@@ -86,11 +87,13 @@ if [ -f build/results/stock/summary.txt ] && [ -f build/results/debian/summary.t
 fi
 # The tiers' expectations must notice each feature gone (scripts/check-mutants.sh).
 run_step "must fail: Debian's modules" build/results/mutant-debian.log scripts/check-mutants.sh debian-modules
+run_step "must fail: Linux guest, Debian's modules" build/results/mutant-debian-boot.log scripts/check-mutants.sh debian-boot
 run_step "must fail: ours without host mmap" build/results/mutant-no-mmap.log scripts/check-mutants.sh no-host-mmap
 run_step "must fail: ours without NUMA placement" build/results/mutant-no-numa.log scripts/check-mutants.sh no-numa-policy
 run_step "must fail: ours without attribute lookup" build/results/mutant-no-attr.log scripts/check-mutants.sh no-attr-lookup
 run_step "must fail: ours without write()" build/results/mutant-no-write-check.log scripts/check-mutants.sh no-write
 run_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
+run_step "tier shim-boot (a Linux guest)" build/results/tier-shim-boot.log qemu/test-tier.sh shim-boot
 run_step "mm-shim exports: only kvm imports them" build/results/mm-shim-exports.log scripts/check-exports.sh
 run_step "must fail: ours without NO_DIRECT_MAP" build/results/mutant-no-ndm.log scripts/check-mutants.sh no-direct-map
 run_step "must fail: ours without the TLB flush" build/results/mutant-ndm-no-flush-check.log scripts/check-mutants.sh ndm-no-flush
@@ -118,14 +121,14 @@ echo "=== make check: ${wall}s, cpu $(children_cpu $$)s of $(( wall * $(nproc) )
 cat "$summary"
 echo
 # One line per tier: the sums over its TAP files.
-for t in stock debian shim arm64; do
+for t in stock stock-boot debian shim shim-boot arm64; do
 	f=build/results/$t/summary.txt
 	[ -f "$f" ] || continue
 	awk -v t="$t" '/^TAP file/ { on = 1; next } /^(boot to|expected:)/ { on = 0 }
 		on && NF >= 4 { n++; p += $(NF-2); f += $(NF-1); s += $NF }
 		/^expected:/ { e = $0; sub(/^expected: /, "", e); sub(/ \(.*$/, "", e) }
 		/^RESULT/ { r = $2 }
-		END { printf "tier %-7s %3d programs: %4d passed, %2d failed, %3d skipped  %s\n", t, n, p, f, s, r
+		END { printf "tier %-10s %3d programs: %4d passed, %2d failed, %3d skipped  %s\n", t, n, p, f, s, r
 		      if (e != "") printf "             expected: %s\n", e }' "$f"
 done
 if [ -f build/results/compare.log ]; then
