@@ -30,7 +30,7 @@ top=$(cd "$here/.." && pwd)
 tier=${1:?usage: $0 stock|debian|shim|arm64|dkms|stock-boot|shim-boot [run-tier.sh arguments]}
 shift
 # stock-boot, shim-boot: the tier's kernel and modules, but its list is
-# tests/boot-list (gmem_linux_boot_test, a Linux guest on guest_memfd) in a
+# tests/<tier>-boot-list (gmem_linux_boot_test, a Linux guest on guest_memfd) in a
 # guest of its own with one host thread per vCPU. QEMU's TCG leaves the
 # vector of an interrupt it injected at VMRUN pending as an exception and
 # delivers it a second time, IF=0 or not, at the next exit request (README,
@@ -59,7 +59,7 @@ results="$top/build/results/$name"
 stage="$top/build/stage/$name"
 args=(--tier "$name" --results "$results" --expect "$top/tests/expect/$tier$suffix")
 lists=("$top/tests/list")
-[ -z "$suffix" ] || lists=("$top/tests/boot-list")
+[ -z "$suffix" ] || lists=("$top/tests/$tier-boot-list")
 timeout=${QEMU_TIMEOUT:-900}
 extra=()	# files staged next to the tests
 

@@ -156,7 +156,7 @@ gmem_linux_boot_test.numa: "\(whole program\)" was SKIPPED \(guest_memfd flags 0
 		must_fail no-host-mmap stock ours \
 'gmem_mmap_test: "gmem.write_read_back" FAILED: .*this KVM cannot mmap\(\) guest_memfd \(with our modules loaded\)
 gmem_vcpu_test: "default_vm_memory_comes_from_gmem" FAILED: no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS
-example_vmm: "example_vmm" was SKIPPED \(no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS\)' -- KVM_GMEM_SHARED_MEM=n KVM_GMEM_DEBUG_INFO=n BUILD_OBJ="$top/build/obj/mutant-no-host-mmap-$kver"
+example_vmm: "example_vmm" was SKIPPED \(no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS\)' -- ONLY="gmem_mmap_test gmem_vcpu_test example_vmm" KVM_GMEM_SHARED_MEM=n KVM_GMEM_DEBUG_INFO=n BUILD_OBJ="$top/build/obj/mutant-no-host-mmap-$kver"
 		;;
 	no-numa-policy)
 		# Built as if without CONFIG_KVM_GMEM_MPOL: only guest_memfd.c
