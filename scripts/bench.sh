@@ -327,6 +327,11 @@ awk -F, -v OFS='\t' 'NR > 1 && $2 != $4 && ($3 == "pages/s" || $1 == "footprint_
 	s = $16 == "" ? "NaN" OFS "NaN" OFS "NaN" : $16 OFS $17 OFS $18
 	print "\"" $1 " " $2 "\"", o, s
 }' "$out/bench.csv" > "$out/bench.dat"
+# A run of only the boot rows (BENCH_CASES=boot) has no bar to draw.
+if [ ! -s "$out/bench.dat" ]; then
+	rm -f "$out/bench.png"
+	step "bench: no pages/s or footprint rows: no chart"
+else
 gnuplot <<EOF
 set terminal pngcairo size 1400,760 font "sans,10" noenhanced
 set output "$out/bench.png"
@@ -350,6 +355,7 @@ set rmargin 12
 plot "$out/bench.dat" using 2:3:4:xtic(1) title "ours" lc rgb "#3b6fb6", \
      "" using 5:6:7 title "stock" lc rgb "#d08a2c"
 EOF
+fi
 rm -f "$out/bench.dat"
 
 cat "$out/bench.txt"
