@@ -137,18 +137,8 @@ dkms_install() {
 	# Before anything is loaded, while the build has both vCPUs (below).
 	[[ -z "$dkms_upgrade_deb" ]] || dkms_upgrade "$dkms_upgrade_deb"
 	version=$dkms_version
-	# Under multi-threaded TCG (kvm_gmem.mttcg on the command line, the
-	# dkms tier's build) the other vCPUs go offline before anything patches
-	# kernel text: QEMU 7.2 can run stale code on another vCPU after a
-	# text_poke_bp() (a spurious "Oops: int3"), and loading kvm flips
-	# static keys. The build above had both vCPUs.
-	if grep -qw kvm_gmem.mttcg /proc/cmdline; then
-		for cpu in /sys/devices/system/cpu/cpu[1-9]*/online; do
-			[[ -e "$cpu" ]] || continue
-			echo 0 >"$cpu" || note "could not offline ${cpu%/online}"
-		done
-		note "MTTCG: CPUs online for the tests: $(cat /sys/devices/system/cpu/online)"
-	fi
+	# The build above had both vCPUs.
+	offline_other_cpus_under_mttcg
 	if modprobe kvm; then tap_line ok "modprobe kvm"; else tap_line "not ok" "modprobe kvm"; fi
 	have=$(cat /sys/module/kvm/version 2>/dev/null || echo none)
 	if [[ "$have" == "$version" ]]; then
@@ -253,6 +243,23 @@ dkms_remove() {
 	echo "1..$n" >>"$tap"
 }
 
+# offline_other_cpus_under_mttcg: under multi-threaded TCG
+# (kvm_gmem.mttcg on the command line: the dkms tier, the boot tiers) the
+# other vCPUs go offline before anything patches kernel text: QEMU 7.2 can
+# run stale code on another vCPU after a text_poke_bp() (a spurious "Oops:
+# int3"), and loading kvm flips static keys.
+offline_other_cpus_under_mttcg() {
+	local cpu
+	grep -qw kvm_gmem.mttcg /proc/cmdline || return 0
+	for cpu in /sys/devices/system/cpu/cpu[1-9]*/online; do
+		[[ -e "$cpu" ]] || continue
+		echo 0 >"$cpu" || note "could not offline ${cpu%/online}"
+	done
+	note "MTTCG: CPUs online for the tests: $(cat /sys/devices/system/cpu/online)"
+}
+
+# (The dkms install builds with both vCPUs first, and offlines after.)
+[[ -n "$dkms_deb" ]] || offline_other_cpus_under_mttcg
 if [[ -n "$dkms_deb" ]]; then
 	dkms_install "$dkms_deb"
 elif [[ -f "$mods/USE_STOCK" ]]; then
