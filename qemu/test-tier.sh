@@ -42,7 +42,7 @@ case "$tier" in
 	tier=${tier%-boot}
 	case "$tier" in stock|shim) ;; *) die "no boot tier for $tier (stock-boot, shim-boot)" ;; esac
 	suffix=-boot
-	export TCG_THREAD=multi REGRESSION=0
+	export TCG_THREAD=multi
 	;;
 esac
 # DEBIAN=13 (scripts/lib.sh): trixie's kernel and image, for the tiers of
@@ -143,7 +143,8 @@ case "$tier" in stock|debian|shim) export NUMA=${NUMA:-2} ;; esac
 # The Debian kernel tiers also run the tree's selftests of the regression
 # comparison (tests/regression-list), before our tests: the last of ours
 # reloads the modules.
-if { [ "$tier" = stock ] || [ "$tier" = debian ]; } && [ "${REGRESSION:-1}" != 0 ]; then
+# (Not the boot tiers: their list is the boot alone.)
+if [ -z "$suffix" ] && { [ "$tier" = stock ] || [ "$tier" = debian ]; } && [ "${REGRESSION:-1}" != 0 ]; then
 	lists=("$top/tests/regression-list" "${lists[@]}")
 fi
 # A caller that brings its own tests (qemu-run, qemu-shell: --tests DIR)
@@ -163,8 +164,7 @@ if [ ${#lists[@]} -gt 0 ] && grep -q '^gmem_linux_boot_test' "$stage/list"; then
 	cp "$top/build/tests/boot-init" "$stage/boot-init"
 	cp "$("$here/stock-kernel.sh")/vmlinuz" "$stage/boot-vmlinuz"
 fi
-# (The boot tiers have no regression list to leave out.)
-if { { [ -z "$suffix" ] && [ "${REGRESSION:-1}" = 0 ]; } || [ -n "${ONLY:-}" ]; } && [ -f "$stage/list" ]; then
+if { [ "${REGRESSION:-1}" = 0 ] || [ -n "${ONLY:-}" ]; } && [ -f "$stage/list" ]; then
 	# A subset of the tier's programs: only their rules apply.
 	awk 'NR == FNR { if ($1 !~ /^#/ && NF) ran[$1] = 1; next }
 	     /^[ \t]*(#|$)/ || $1 in ran || $1 == "modules"' "$stage/list" "$top/tests/expect/$tier$suffix" >"$stage/expect"
