@@ -21,7 +21,7 @@ mapfile -t patches < <(grep -v '^#' "$top/src/series" | grep .)
 n=0
 for p in "${patches[@]}"; do
 	n=$((n + 1))
-	step "[$n/${#patches[@]}] $p"
+	step "[$n/${#patches[@]}] $p (cpu so far $(children_cpu $$)s)"
 	# checkpatch wants to run from the top of a kernel tree.
 	if ! (cd "$tree" && perl scripts/checkpatch.pl --strict -q "$top/src/$p") > "$work/checkpatch.log" 2>&1; then
 		cat "$work/checkpatch.log"
@@ -45,7 +45,7 @@ for p in "${patches[@]}"; do
 			{ tail -40 "$work/selftests.log"; die "selftests do not build after $p"; }
 	fi
 done
-step "KVM series OK: ${#patches[@]} patches apply with zero fuzz, pass checkpatch --strict and build one by one"
+step "KVM series OK (cpu $(children_cpu $$)s): ${#patches[@]} patches apply with zero fuzz, pass checkpatch --strict and build one by one"
 
 # checkpatch FILE: the tree's checkpatch.pl --strict, run from the tree's top.
 checkpatch() {
@@ -122,7 +122,7 @@ mapfile -t shim < <(series_files "$top/src/mm-shim")
 n=0
 for p in "${shim[@]}"; do
 	n=$((n + 1))
-	step "mm-shim [$n/${#shim[@]}] ${p#$top/src/}"
+	step "mm-shim [$n/${#shim[@]}] ${p#$top/src/} (cpu so far $(children_cpu $$)s)"
 	checkpatch "$p"
 	apply "$arm64/src" "$p"
 	configure_arm64 "$p"
@@ -139,10 +139,10 @@ mapfile -t a64 < <(series_files "$top/src/arm64")
 n=0
 for p in "${a64[@]}"; do
 	n=$((n + 1))
-	step "arm64 [$n/${#a64[@]}] ${p#$top/src/}"
+	step "arm64 [$n/${#a64[@]}] ${p#$top/src/} (cpu so far $(children_cpu $$)s)"
 	checkpatch "$p"
 	apply "$arm64/src" "$p"
 	configure_arm64 "$p"
 	build_arm64 "$p" arch/arm64/kvm/
 done
-step "mm-shim and arm64 series OK: ${#shim[@]} + ${#a64[@]} patches apply with zero fuzz, pass checkpatch --strict and build one by one"
+step "mm-shim and arm64 series OK (cpu $(children_cpu $$)s): ${#shim[@]} + ${#a64[@]} patches apply with zero fuzz, pass checkpatch --strict and build one by one"
