@@ -15,27 +15,38 @@ failed=0
 # record NAME SECONDS RC LOG CPU: one verdict line of the summary, with the
 # step's CPU seconds (two cores are shared by the foreground steps and the
 # background job, so a step's wall time alone does not say what it cost).
+# A failed step's line also carries the first line of its log that says
+# why: the summary is often all that is seen of a CI run.
 record() {
+	local why
 	if [ "$3" -eq 0 ]; then
-		printf '%-34s PASS %5ds cpu %5ds\n' "$1" "$2" "$5" >> "$summary"
+		printf '%-34s PASS %5ds cpu %5ds\n' "$1" "$2" "$5" | tee -a "$summary"
 	else
 		failed=1
-		printf '%-34s FAIL %5ds cpu %5ds  (exit %d, log: %s)\n' "$1" "$2" "$5" "$3" "$4" >> "$summary"
+		why=$(grep -m1 -E '(^|\] )(FAIL|error)[: ]' "$4" 2>/dev/null | sed 's/^\[ *[0-9]*s\] //')
+		# A tier's: the first problem under its verdict.
+		[ -n "$why" ] || why=$(sed -n '/^RESULT: FAIL/,$ { /^- /{ p; q; } }' "$4" 2>/dev/null)
+		why=$(cut -c1-150 <<<"$why")
+		printf '%-34s FAIL %5ds cpu %5ds  (exit %d, log: %s)\n' "$1" "$2" "$5" "$3" "$4" | tee -a "$summary"
+		[ -z "$why" ] || printf '%-34s      first failure: %s\n' "" "$why" | tee -a "$summary"
 	fi
 }
 
 # run_step NAME LOG COMMAND...: run one step, log to LOG, record the verdict.
+# The step runs in a subshell that reports its own children's CPU time: the
+# background job, reaped by this shell whenever it ends, is not charged to
+# the step that happened to be running then.
 run_step() {
-	local name=$1 log=$2 t0 rc cpu0
+	local name=$1 log=$2 t0 rc cpu
 	shift 2
 	t0=$(date +%s)
-	cpu0=$(children_cpu $$)
 	step "$name ..."
-	"$@" > "$log" 2>&1
+	( "$@"; rc=$?; children_cpu $BASHPID > "$log.cpu"; exit $rc ) > "$log" 2>&1
 	rc=$?
-	record "$name" $(( $(date +%s) - t0 )) $rc "$log" $(( $(children_cpu $$) - cpu0 ))
+	cpu=$(cat "$log.cpu" 2>/dev/null || echo 0)
+	rm -f "$log.cpu"
 	[ $rc -eq 0 ] || tail -n 15 "$log" | sed 's/^/    /'
-	tail -n 1 "$summary"
+	record "$name" $(( $(date +%s) - t0 )) $rc "$log" "$cpu"
 	return $rc
 }
 
@@ -134,7 +145,7 @@ done
 if [ -f build/results/compare.log ]; then
 	echo "regression comparison: $(grep -E '^[0-9]+ regressions' build/results/compare.log || echo 'did not finish') (table: build/results/compare.log)"
 fi
-passed=$(grep -c ' PASS ' "$summary")
-nfailed=$(grep -c ' FAIL ' "$summary")
+passed=$(grep -cE '^.{34} PASS ' "$summary")
+nfailed=$(grep -cE '^.{34} FAIL ' "$summary")
 echo "check: $passed passed, $nfailed failed"
 exit $failed
