@@ -14,7 +14,7 @@
 #   /share/tests/kvm-gmem-dkms_*.deb   (dkms mode) the same package at a higher
 #                                  version: installed over the first before kvm
 #                                  is loaded (the upgrade path)
-#   /share/tests/list              one test per line: NAME [TIMEOUT_SECONDS [exit-status] [PARAM=VALUE...]]
+#   /share/tests/list              one test per line: NAME [TIMEOUT_SECONDS [exit-status] [PARAM=VALUE...] [-- ARG...]]
 #                                  (PARAMs: kvm module parameters set for that test only;
 #                                  exit-status: the program prints no TAP, its exit status
 #                                  is its one result)
@@ -356,7 +356,10 @@ while read -r name limit params; do
 	# kvm module parameters for this test; put back afterwards.
 	restore=()
 	exit_status_only=
+	args=()
 	for kv in $params; do
+		# "-- ARG...": the rest of the line is the program's arguments.
+		if ((${#args[@]})) || [[ "$kv" == -- ]]; then args+=("$kv"); continue; fi
 		# "exit-status": the program prints no TAP (most of the tree's x86
 		# selftests); its exit status is its one result.
 		if [[ "$kv" == exit-status ]]; then exit_status_only=1; continue; fi
@@ -374,7 +377,7 @@ while read -r name limit params; do
 	rc=0
 	if [[ -x "$share/tests/$name" ]]; then
 		# -k, not --kill-after: the arm64 root has busybox's timeout.
-		timeout -k 5 "$limit" "$share/tests/$name" >"$out" 2>&1 </dev/null || rc=$?
+		timeout -k 5 "$limit" "$share/tests/$name" "${args[@]:1}" >"$out" 2>&1 </dev/null || rc=$?
 	else
 		echo "# $share/tests/$name is missing or not executable" >"$out"
 		rc=127
