@@ -24,6 +24,13 @@ shim)
 	make_args=(ARCH=x86_64 CC="ccache gcc")
 	image=arch/x86/boot/bzImage
 	fragments=("$top"/src/mm-shim/config/*.config)
+	# The kernel's own kvm modules are never loaded: ours, built out of
+	# tree against this kernel, replace them. So build only the other
+	# modules (CONFIG_ option and module), which saves a KASAN build of KVM
+	# (~70 CPU-s cold, and a rebuild whenever an mm-shim header changes).
+	# Every other =m option must be named here (checked below).
+	module_of=(CONFIG_X86_MSR=arch/x86/kernel/msr.ko CONFIG_IRQ_BYPASS_MANAGER=virt/lib/irqbypass.ko)
+	not_built=(CONFIG_KVM CONFIG_KVM_X86 CONFIG_KVM_AMD CONFIG_KVM_INTEL CONFIG_HAVE_KVM_IRQ_BYPASS)
 	;;
 arm64)
 	arch=arm64
@@ -34,6 +41,8 @@ arm64)
 	mapfile -t -O "${#patches[@]}" patches < <(series_files "$top/src/arm64")
 	# The same debug options as the x86 shim kernel.
 	fragments=("$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config")
+	module_of=()
+	not_built=()
 	;;
 *) die "usage: $0 [shim|arm64]" ;;
 esac
@@ -80,7 +89,25 @@ $missing"
 export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=8G CCACHE_BASEDIR="$out" CCACHE_DEPEND=1
 export KBUILD_BUILD_TIMESTAMP="2026-01-01" KBUILD_BUILD_USER=kvm-gmem KBUILD_BUILD_HOST=kvm-gmem
 targets=("$(basename "$image")")
-grep -q '^CONFIG_MODULES=y' "$obj/.config" && targets+=(modules)
+modorder=()
+if grep -q '^CONFIG_MODULES=y' "$obj/.config"; then
+	if [ ${#module_of[@]} -eq 0 ] && [ ${#not_built[@]} -eq 0 ]; then
+		targets+=(modules)
+	else
+		for opt in $(sed -n 's/^\(CONFIG_[A-Z0-9_]*\)=m$/\1/p' "$obj/.config"); do
+			ko=$(printf '%s\n' "${module_of[@]}" | sed -n "s|^$opt=||p")
+			if [ -n "$ko" ]; then
+				targets+=("$ko")
+				modorder+=("${ko%.ko}.o")
+			elif ! printf '%s\n' "${not_built[@]}" | grep -qx "$opt"; then
+				die "$opt=m: build-kernel.sh $target names no module for it (module_of) nor leaves it out (not_built)"
+			fi
+		done
+		# build-modules.sh: no kvm exports of this kernel's own to check
+		# CRCs against; nothing here imports them but our modules.
+		echo "built without its kvm modules: ${not_built[*]}" > "$obj/kvm-gmem-no-kvm-modules"
+	fi
+fi
 step "compiling ${targets[*]} (log: $obj/build.log)" >&2
 make -C "$src" O="$obj" "${make_args[@]}" -j"$(nproc)" "${targets[@]}" > "$obj/build.log" 2>&1 ||
 	{ grep -E 'error|Error' "$obj/build.log" | head -20 >&2; tail -20 "$obj/build.log" >&2
@@ -88,6 +115,8 @@ make -C "$src" O="$obj" "${make_args[@]}" -j"$(nproc)" "${targets[@]}" > "$obj/b
 kver=$(make -s -C "$src" O="$obj" "${make_args[@]}" kernelrelease)
 rm -rf "$out/lib"
 if grep -q '^CONFIG_MODULES=y' "$obj/.config"; then
+	# What modules_install reads, which a build of named modules leaves out.
+	[ ${#modorder[@]} -eq 0 ] || printf '%s\n' "${modorder[@]}" > "$obj/modules.order"
 	make -s -C "$src" O="$obj" "${make_args[@]}" INSTALL_MOD_PATH="$out" modules_install >&2
 fi
 cp "$obj/$image" "$out/vmlinuz"

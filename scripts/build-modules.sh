@@ -50,4 +50,10 @@ in_root=()
 	in_root=("$top/scripts/build-root.sh" "${kdir%/usr/src/*}" "$obj" --)
 "${in_root[@]}" make -C "$kdir" M="$obj" -j"$(nproc)" ${V:+V=$V} "${make_args[@]}" modules
 step "built: $(cd "$obj" && ls -1 kvm.ko kvm-amd.ko kvm-intel.ko | tr '\n' ' ')"
-"$top/scripts/check-crc.sh" "$obj/Module.symvers" "$kdir/Module.symvers"
+# A kernel of ours built without its own kvm modules (build-kernel.sh shim)
+# has no kvm exports to compare: nothing there imports them but our modules.
+if [ -f "$kdir/kvm-gmem-no-kvm-modules" ]; then
+	step "CRC check: none, $kdir has no kvm modules of its own"
+else
+	"$top/scripts/check-crc.sh" "$obj/Module.symvers" "$kdir/Module.symvers"
+fi
