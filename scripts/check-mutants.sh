@@ -140,7 +140,8 @@ for m in "${mutants[@]}"; do
 'gmem_mmap_test: "gmem.write_read_back" was SKIPPED \(neither KVM_CAP_GMEM_SHARED_MEM nor MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS: this KVM cannot mmap\(\) guest_memfd\)
 gmem_vcpu_test: "default_vm_gmem_only_in_place" was SKIPPED \(no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED in KVM_CAP_GUEST_MEMFD_FLAGS\)
 gmem_write_test: "\(whole program\)" was SKIPPED \(no GUEST_MEMFD_FLAG_WRITE in KVM_CAP_GUEST_MEMFD_FLAGS
-gmem_conversion_test: "round_trip_page" was SKIPPED \(no kvm.gmem_in_place_conversion' -- MODULES=stock
+gmem_conversion_test: "round_trip_page" was SKIPPED \(no kvm.gmem_in_place_conversion' -- MODULES=stock \
+			ONLY="gmem_mmap_test gmem_vcpu_test gmem_write_test gmem_conversion_test"
 		;;
 	debian-boot)
 		# Only the anonymous-memory control can boot there: every
