@@ -151,7 +151,8 @@ done
 if [ -f build/results/compare.log ]; then
 	echo "regression comparison: $(grep -E '^[0-9]+ regressions' build/results/compare.log || echo 'did not finish') (table: build/results/compare.log)"
 fi
-passed=$(grep -cE '^.{34} PASS ' "$summary")
-nfailed=$(grep -cE '^.{34} FAIL ' "$summary")
+# Verdict lines only, not the "first failure" lines under them.
+passed=$(grep -cE '^[^ ].* PASS +[0-9]+s cpu +[0-9]+s$' "$summary")
+nfailed=$(grep -cE '^[^ ].* FAIL +[0-9]+s cpu +[0-9]+s  \(exit' "$summary")
 echo "check: $passed passed, $nfailed failed"
 exit $failed
