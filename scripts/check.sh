@@ -26,15 +26,15 @@ failed=0
 record() {
 	local why
 	if [ "$3" -eq 0 ]; then
-		printf '%-34s PASS %5ds cpu %5ds\n' "$1" "$2" "$5" | tee -a "$summary"
+		printf '%-34s PASS %5ds cpu %5ds\n' "$1" "$2" "$5" >> "$summary"
 	else
 		failed=1
 		why=$(grep -m1 -E '(^|\] )(FAIL|error)[: ]' "$4" 2>/dev/null | sed 's/^\[ *[0-9]*s\] //')
 		# A tier's: the first problem under its verdict.
 		[ -n "$why" ] || why=$(sed -n '/^RESULT: FAIL/,$ { /^- /{ p; q; } }' "$4" 2>/dev/null)
 		why=$(cut -c1-150 <<<"$why")
-		printf '%-34s FAIL %5ds cpu %5ds  (exit %d, log: %s)\n' "$1" "$2" "$5" "$3" "$4" | tee -a "$summary"
-		[ -z "$why" ] || printf '%-34s      first failure: %s\n' "" "$why" | tee -a "$summary"
+		printf '%-34s FAIL %5ds cpu %5ds  (exit %d, log: %s)\n' "$1" "$2" "$5" "$3" "$4" >> "$summary"
+		[ -z "$why" ] || printf '%-34s      first failure: %s\n' "" "$why" >> "$summary"
 	fi
 }
 
@@ -43,7 +43,7 @@ record() {
 # background job, reaped by this shell whenever it ends, is not charged to
 # the step that happened to be running then.
 run_step() {
-	local name=$1 log=$2 t0 rc cpu
+	local name=$1 log=$2 t0 rc cpu lines
 	shift 2
 	t0=$(date +%s)
 	step "$name ..."
@@ -52,7 +52,10 @@ run_step() {
 	cpu=$(cat "$log.cpu" 2>/dev/null || echo 0)
 	rm -f "$log.cpu"
 	[ $rc -eq 0 ] || tail -n 15 "$log" | sed 's/^/    /'
+	# Show what record adds: the verdict, and a failure's first failure.
+	lines=$(wc -l < "$summary")
 	record "$name" $(( $(date +%s) - t0 )) $rc "$log" "$cpu"
+	tail -n +$((lines + 1)) "$summary"
 	return $rc
 }
 
