@@ -1,7 +1,8 @@
 #!/bin/bash
 # Show that the guest harness fails when it should, for every kind of
-# failure, each named in the run's summary: a failing case, a splat, an RCU
-# stall, a hard lockup, a tainted kernel, a per-test timeout, a test killed
+# failure, each named in the run's summary: a failing case, a list line's
+# arguments that do not reach the program, a splat, an RCU stall, a hard
+# lockup, a tainted kernel, a per-test timeout, a test killed
 # by a signal, exit 4 or exit 0 without TAP (no made-up "ok"), a short TAP
 # plan, a SKIP where a pass is expected, a pass where the feature must be
 # absent, a program without a rule, an expected program that never ran, an
@@ -45,6 +46,12 @@ prog() {
 prog "$work/bad" good <<'T'
 echo "1..1"; echo "ok 1 - this one passes"
 T
+# A list line's "-- ARG..." reaches the program, word by word.
+prog "$work/bad" args <<'T'
+echo "1..1"
+if [ "$#" = 2 ] && [ "$1" = -b ] && [ "$2" = 128M ]; then echo "ok 1 - got -b 128M"; else echo "not ok 1 - got $# arguments: $*"; fi
+T
+sed -i 's/^args 60$/args 60 -- -b 128M/' "$work/bad/list"
 prog "$work/bad" fails <<'T'
 echo "1..2"; echo "ok 1 - this one passes"; echo "not ok 2 - this one fails on purpose"; exit 1
 T
@@ -99,6 +106,7 @@ cat >"$work/bad/expect" <<'E'
 modules pass
 modules skip load kvm_(amd|intel) -- the harness guest loads Debian's modules as they come
 good pass
+args pass
 fails pass
 splat pass
 stall pass
@@ -140,6 +148,7 @@ expect "a pass where the feature must be absent is named" names "$s" 'absent_pas
 expect "a program without a rule is named" names "$s" 'unruled: no "unruled pass" rule'
 expect "an expected program that did not run is named" names "$s" 'ghost: .* did not run'
 expect "a passing test is not named" bash -c "! grep -q '^- good' '$s'"
+expect "a list line's arguments reach the program" grep -q '^ok 1 - got -b 128M' "$work/results-bad/args.tap"
 expect "an XFAIL is a problem" names "$s" 'xfail: "known broken" reported XFAIL'
 expect "a TODO is a problem" names "$s" 'xfail: "later" reported TODO'
 expect "a skip rule that matches nothing is named" names "$s" 'renamed: no case matches the skip rule'
