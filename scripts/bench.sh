@@ -207,7 +207,7 @@ esac
 # na_allowed(CASE): why CASE may be n/a in this run, "" if it may not (awk,
 # for both the check and the targets below).
 na_allowed='function na_allowed(c) {
-	if (c ~ /^ndm_/ && !shim) return "needs TIER=shim"
+	if (c ~ /^(ndm|uffd)_/ && !shim) return "needs TIER=shim"
 	if (c ~ /^numa_/ && nodes < 2) return "needs NUMA=2"
 	return ""
 }'
@@ -277,6 +277,8 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 	$1 == "ndm_fallocate" && $2 == "gmem_ndm" { printf "  %-44s %s (zeroes what plain gmem zeroes at fault: see fallocate_touch)\n", "NO_DIRECT_MAP fallocate() alone vs plain gmem", $9 == "" ? "n/a" : sprintf("%.3f", $9) }
 	$1 == "ndm_fallocate_touch" && $2 == "gmem_ndm" { chk("NO_DIRECT_MAP fallocate()+touch vs plain gmem", $9, 1.20) }
 	$1 == "ndm_write" && $2 == "gmem_ndm" { chk("NO_DIRECT_MAP write() vs plain gmem", $9, 1.20) }
+	$1 == "uffd_restore" && $2 == "gmem" { chk("userfaultfd restore, guest_memfd vs memfd", $9, 1.10) }
+	$1 == "uffd_restore" && $2 == "gmem_ndm" { chk("userfaultfd restore, NO_DIRECT_MAP vs memfd", $9, 1.30) }
 	$1 ~ /^ndm_/ && $2 == "gmem_ndm_upstream" { printf "  %-44s %s (upstream, no target)\n", "NO_DIRECT_MAP flush per folio, " substr($1, 5), $9 == "" ? "n/a" : sprintf("%.3f", $9) }
 	' "$out/bench.csv"
 	if [ -f "$out/bench.prev.csv" ]; then

@@ -32,8 +32,12 @@ ndm=n
 grep -qw set_direct_map_invalid_noflush "$kdir/Module.symvers" &&
 	grep -qw flush_tlb_kernel_range "$kdir/Module.symvers" &&
 	grep -qw guestmem_no_direct_map_get "$kdir/Module.symvers" && ndm=y
-printf 'KVM_GMEM_MM_HOOK := %s\nKVM_GMEM_MM_PUT_NOTIFY := %s\nKVM_GMEM_MM_MPOL := %s\nKVM_GMEM_MM_NO_DIRECT_MAP := %s\n' \
-	"$hook" "$put" "$mpol" "$ndm" > "$obj/target.mk.new"
+# userfaultfd on guest_memfd mappings: mm's vm_uffd_ops (mm-shim 0008) and
+# handle_userfault() exported to kvm (0009).
+uffd=n
+grep -qw handle_userfault "$kdir/Module.symvers" && uffd=y
+printf 'KVM_GMEM_MM_HOOK := %s\nKVM_GMEM_MM_PUT_NOTIFY := %s\nKVM_GMEM_MM_MPOL := %s\nKVM_GMEM_MM_NO_DIRECT_MAP := %s\nKVM_GMEM_MM_UFFD := %s\n' \
+	"$hook" "$put" "$mpol" "$ndm" "$uffd" > "$obj/target.mk.new"
 cmp -s "$obj/target.mk.new" "$obj/target.mk" 2>/dev/null &&
 	rm "$obj/target.mk.new" || mv "$obj/target.mk.new" "$obj/target.mk"
 
@@ -43,7 +47,7 @@ cmp -s "$obj/target.mk.new" "$obj/target.mk" 2>/dev/null &&
 make_args=()
 [ "${KVM_GMEM_DEBUG_INFO:-}" != n ] || make_args+=(CONFIG_DEBUG_INFO= CONFIG_DEBUG_INFO_BTF_MODULES=)
 
-step "building modules for $kver (mm hook: $hook, put notify: $put, mm shared policy: $mpol, no direct map: $ndm${make_args:+, no debug info})"
+step "building modules for $kver (mm hook: $hook, put notify: $put, mm shared policy: $mpol, no direct map: $ndm, userfaultfd: $uffd${make_args:+, no debug info})"
 # Another release's headers build in its build root (its compiler, its libc).
 in_root=()
 [ -n "$debian_native" ] ||

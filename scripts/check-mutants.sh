@@ -17,6 +17,10 @@
 #                    GUEST_MEMFD_FLAG_NO_DIRECT_MAP
 #   ndm-no-flush     shim tier, gmem_ndm_test, our kvm.ko taking pages out of
 #                    the direct map without the kernel TLB flush
+#   no-uffd-ops      shim tier, gmem_uffd_test, our kvm.ko without its
+#                    userfaultfd operations (.uffd_ops)
+#   no-vcpu-userfault stock tier, gmem_userfault_test, our kvm.ko whose vCPU
+#                    faults do not ask the userfault bitmap
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
@@ -130,7 +134,7 @@ must_fail() {
 
 mutants=("$@")
 [ $# -gt 0 ] || mutants=(debian-modules debian-boot no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
-			 ndm-no-gmem-pfncache)
+			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -196,6 +200,17 @@ gmem_ndm_test: "GUP refuses the memory.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRE
 gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered' -- \
 			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-direct-map-shim"
 		;;
+	no-uffd-ops)
+		# Our kvm.ko without its userfaultfd operations on the shim
+		# kernel, which has mm's interface for them: registration is
+		# refused, and the restores cannot run.
+		mutate no-uffd-ops virt/kvm/guest_memfd.c \
+			's/\n#ifdef CONFIG_KVM_GMEM_MM_UFFD\n\t\.uffd_ops = &kvm_gmem_uffd_ops,\n#endif//' || continue
+		must_fail no-uffd-ops shim ours \
+'gmem_uffd_test: "registration: MISSING and MINOR where the kernel has mm.s interface, else EINVAL" FAILED: UFFDIO_REGISTER\(MISSING \| MINOR\) on an INIT_SHARED mapping: Invalid argument
+gmem_uffd_test: "lazy restore by MISSING faults: random order, two threads, each page served once" FAILED: UFFDIO_REGISTER\(MISSING\): Invalid argument' -- \
+			ONLY=gmem_uffd_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-uffd-ops-shim"
+		;;
 	ndm-no-flush)
 		# A stale kernel TLB entry shows only while no full flush has
 		# happened on that CPU since (a context switch may bring one):
@@ -222,6 +237,17 @@ gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory.*" was SKIPPED \(GUEST_MEMFD
 gmem_ndm_test: "a hole punched under kvmclock: .*" FAILED: plain guest_memfd: KVM did not write kvmclock through guest_memfd
 gmem_ndm_test: "a nested guest.s VMCB on NO_DIRECT_MAP memory: .*" FAILED: NO_DIRECT_MAP: VMLOAD of the VMCB ended in .* \(#GP: KVM could not map the VMCB\)' -- \
 			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-no-gmem-pfncache-shim"
+		;;
+	no-vcpu-userfault)
+		# Our kvm.ko takes KVM_MEM_USERFAULT but its x86 fault path does
+		# not ask the bitmap: a vCPU reads a zeroed page where the VMM
+		# would have restored its snapshot.
+		mutate no-vcpu-userfault arch/x86/kvm/mmu/mmu.c \
+			's/if \(unlikely\(kvm_is_userfault_memslot\(fault->slot\)\)\) \{/if (0) {/' || continue
+		must_fail no-vcpu-userfault stock ours \
+'gmem_userfault_test: "restore by exits" FAILED: page [0-9]+: the guest reported 2, want a userfault exit
+gmem_userfault_test: "anonymous memslot" FAILED: round 2 gpa 0, want a userfault exit for page 4' -- \
+			ONLY=gmem_userfault_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-vcpu-userfault-$kver"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

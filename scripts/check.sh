@@ -112,12 +112,14 @@ run_step "must fail: ours without host mmap" build/results/mutant-no-mmap.log sc
 run_step "must fail: ours without NUMA placement" build/results/mutant-no-numa.log scripts/check-mutants.sh no-numa-policy
 run_step "must fail: ours without attribute lookup" build/results/mutant-no-attr.log scripts/check-mutants.sh no-attr-lookup
 run_step "must fail: ours without write()" build/results/mutant-no-write-check.log scripts/check-mutants.sh no-write
+run_step "must fail: ours without vCPU userfault exits" build/results/mutant-no-vcpu-userfault.log scripts/check-mutants.sh no-vcpu-userfault
 run_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
 run_step "tier shim-boot (a Linux guest)" build/results/tier-shim-boot.log qemu/test-tier.sh shim-boot
 run_step "mm-shim exports: only kvm imports them" build/results/mm-shim-exports.log scripts/check-exports.sh
 run_step "must fail: ours without NO_DIRECT_MAP" build/results/mutant-no-ndm.log scripts/check-mutants.sh no-direct-map
 run_step "must fail: ours without the TLB flush" build/results/mutant-ndm-no-flush-check.log scripts/check-mutants.sh ndm-no-flush
 run_step "must fail: pfn caches not on guest_memfd" build/results/mutant-ndm-no-gmem-pfncache-check.log scripts/check-mutants.sh ndm-no-gmem-pfncache
+run_step "must fail: ours without userfaultfd ops" build/results/mutant-no-uffd-ops.log scripts/check-mutants.sh no-uffd-ops
 run_step "tier arm64 (KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
 run_step "front ends: qemu-run, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
 run_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh

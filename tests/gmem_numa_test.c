@@ -583,37 +583,6 @@ static int weighted_interleave(char *why, size_t whylen)
 	return r;
 }
 
-static int read_online_nodes(void)
-{
-	char buf[64] = "";
-	int fd = open("/sys/devices/system/node/online", O_RDONLY), a, b;
-
-	if (fd < 0)
-		return 1;
-	if (read(fd, buf, sizeof(buf) - 1) < 0)
-		buf[0] = 0;
-	close(fd);
-	/* "0" or "0-N": our guests' nodes are numbered from 0 without gaps. */
-	if (sscanf(buf, "%d-%d", &a, &b) == 2 && a == 0)
-		return b + 1;
-	return 1;
-}
-
-static int first_cpu_of(int node)
-{
-	char path[64], buf[64] = "";
-	int fd, cpu;
-
-	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	if (read(fd, buf, sizeof(buf) - 1) < 0)
-		buf[0] = 0;
-	close(fd);
-	return sscanf(buf, "%d", &cpu) == 1 ? cpu : -1;
-}
-
 #define CASE_FN(name, call)						\
 	static int name(char *why, size_t whylen) { return call; }
 

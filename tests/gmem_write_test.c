@@ -306,11 +306,7 @@ int main(void)
 	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm_fd < 0)
 		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
-	if (!gmem_has_flags(kvm_fd, FLAGS)) {
-		if (gmem_skip_or_fail() == KSFT_SKIP)
-			ksft_exit_skip("no GUEST_MEMFD_FLAG_WRITE in KVM_CAP_GUEST_MEMFD_FLAGS (not our modules)\n");
-		ksft_exit_fail_msg("our modules must offer GUEST_MEMFD_FLAG_WRITE\n");
-	}
+	gmem_require_flags(kvm_fd, FLAGS, "GUEST_MEMFD_FLAG_WRITE");
 	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
 	return 0;
 }

@@ -92,6 +92,8 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <linux/mempolicy.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
 
 #include <linux/falloc.h>
 #include <linux/kvm.h>
@@ -421,6 +423,87 @@ static int case_fault(const struct bench_case *c, double *v, char *why, size_t w
 		pthread_join(t[i].thread, NULL);
 	t1 = now();
 	v[0] = per * c->threads / (t1 - t0);
+	return RES_OK;
+}
+
+/*
+ * Lazy restore by userfaultfd (mainline 7.1; our kvm.ko on the mm-shim
+ * kernel): a handler thread serves every MISSING fault with UFFDIO_COPY of
+ * the snapshot's page while the main thread reads each page once, pages/s.
+ * Guest_memfd against a shmem memfd, and a NO_DIRECT_MAP guest_memfd.
+ */
+struct uffd_server {
+	int uffd;
+	char *base, *src;
+	long n, served;
+	volatile int stop;
+};
+
+static void *uffd_serve(void *arg)
+{
+	struct uffd_server *s = arg;
+	struct pollfd pfd = { .fd = s->uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	while (!s->stop) {
+		struct uffdio_copy copy = { .len = PAGE };
+		unsigned long off;
+
+		if (poll(&pfd, 1, 10) <= 0 || read(s->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+		    msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		off = (msg.arg.pagefault.address & ~(PAGE - 1)) - (unsigned long)s->base;
+		copy.dst = (unsigned long)s->base + off;
+		copy.src = (unsigned long)s->src + off;
+		if (!ioctl(s->uffd, UFFDIO_COPY, &copy))
+			s->served++;
+	}
+	return NULL;
+}
+
+static int case_uffd_restore(const struct bench_case *c, double *v, char *why, size_t whylen)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffd_server s = { .n = fault_pages };
+	pthread_t server;
+	struct region r;
+	double t0, t1;
+	int ret;
+
+	ret = region_open(&r, c->mem, s.n * PAGE, why, whylen);
+	if (ret)
+		return ret;
+	s.base = r.p;
+	s.src = malloc(s.n * PAGE);
+	if (!s.src) {
+		snprintf(why, whylen, "out of memory");
+		return RES_ERR;
+	}
+	memset(s.src, 0x5a, s.n * PAGE);
+	s.uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (s.uffd < 0 || ioctl(s.uffd, UFFDIO_API, &api)) {
+		snprintf(why, whylen, "userfaultfd: %s", strerror(errno));
+		return RES_NA;
+	}
+	reg.range.start = (unsigned long)r.p;
+	reg.range.len = s.n * PAGE;
+	if (ioctl(s.uffd, UFFDIO_REGISTER, &reg)) {
+		/* Debian's kernel: no userfaultfd for guest_memfd (EINVAL). */
+		snprintf(why, whylen, "UFFDIO_REGISTER on %s: %s", mem_name[c->mem], strerror(errno));
+		return errno == EINVAL && c->mem != MEMFD ? RES_NA : RES_ERR;
+	}
+	pthread_create(&server, NULL, uffd_serve, &s);
+	t0 = now();
+	read_pass(r.p, s.n);
+	t1 = now();
+	s.stop = 1;
+	pthread_join(server, NULL);
+	if (s.served != s.n) {
+		snprintf(why, whylen, "%ld pages served, want %ld", s.served, s.n);
+		return RES_ERR;
+	}
+	v[0] = s.n / (t1 - t0);
 	return RES_OK;
 }
 
@@ -1143,6 +1226,9 @@ static const struct bench_case cases[] = {
 	NDM("ndm_fallocate", case_populate, 0),
 	NDM("ndm_fallocate_touch", case_populate, 2),
 	NDM("ndm_write", case_populate, 1),
+	{ "uffd_restore", MEMFD, "memfd", PPS, case_uffd_restore, 0, 1, 1, { "" } },
+	{ "uffd_restore", GMEM, "memfd", PPS, case_uffd_restore, 0, 1, 1, { "" } },
+	{ "uffd_restore", GMEM_NDM, "memfd", PPS, case_uffd_restore, 0, 1, 1, { "" } },
 	FOOT(GMEM), FOOT(MEMFD), FOOT(ANON), FOOT(GMEM_INPLACE),
 	{ "convert_transient", GMEM_INPLACE, "gmem_inplace_retry", "us", case_transient, 0, 1, 2,
 	  { "_latency", "_ioctls" } },

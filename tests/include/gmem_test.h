@@ -123,6 +123,19 @@ static inline bool gmem_has_flags(int fd, unsigned long long flags)
 	return ((unsigned long long)kvm_cap(fd, KVM_CAP_GUEST_MEMFD_FLAGS) & flags) == flags;
 }
 
+/*
+ * A test's start: exit unless /dev/kvm (@kvm) takes every guest_memfd flag
+ * in @flags (@what names them): SKIP with other modules, FAIL with ours.
+ */
+static inline void gmem_require_flags(int kvm, unsigned long long flags, const char *what)
+{
+	if (gmem_has_flags(kvm, flags))
+		return;
+	if (gmem_skip_or_fail() == KSFT_SKIP)
+		ksft_exit_skip("no %s in KVM_CAP_GUEST_MEMFD_FLAGS (not our modules)\n", what);
+	ksft_exit_fail_msg("our modules must offer %s\n", what);
+}
+
 /* KVM_CREATE_GUEST_MEMFD on @vm: the new fd, or -errno. */
 static inline int gmem_create(int vm, long long size, unsigned long long flags)
 {
@@ -350,6 +363,39 @@ static inline uint64_t gmem_check64(const volatile void *p, size_t len, uint64_t
 			return v;
 	}
 	return want;
+}
+
+/* The number of memory nodes (a guest booted with NUMA=2 has two). */
+static inline int read_online_nodes(void)
+{
+	char buf[64] = "";
+	int fd = open("/sys/devices/system/node/online", O_RDONLY), a, b;
+
+	if (fd < 0)
+		return 1;
+	if (read(fd, buf, sizeof(buf) - 1) < 0)
+		buf[0] = 0;
+	close(fd);
+	/* "0" or "0-N": our guests' nodes are numbered from 0 without gaps. */
+	if (sscanf(buf, "%d-%d", &a, &b) == 2 && a == 0)
+		return b + 1;
+	return 1;
+}
+
+/* The first CPU of @node, -1 if it has none. */
+static inline int first_cpu_of(int node)
+{
+	char path[64], buf[64] = "";
+	int fd, cpu;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	if (read(fd, buf, sizeof(buf) - 1) < 0)
+		buf[0] = 0;
+	close(fd);
+	return sscanf(buf, "%d", &cpu) == 1 ? cpu : -1;
 }
 
 /*

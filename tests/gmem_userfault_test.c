@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_userfault_test: KVM_MEM_USERFAULT (the KVM Userfault proposal; our
+ * src/virt/0027): a vCPU's fault on a page whose bit is set in the memslot's
+ * userfault bitmap exits to the VMM with KVM_EXIT_MEMORY_FAULT and
+ * KVM_MEMORY_EXIT_FLAG_USERFAULT before KVM allocates anything; the VMM
+ * restores the page, clears the bit and the guest reads the snapshot's
+ * bytes. This is how a snapshot restore reaches the VMM on a vCPU access
+ * (with userfaultfd for the host's own accesses: gmem_uffd_test).
+ *
+ * It needs nothing from mm: every tier with our modules must pass it.
+ * Debian's modules have no KVM_CAP_USERFAULT: the whole program SKIPs there.
+ */
+#include <pthread.h>
+
+#include "gmem_test.h"
+#include "gmem_userfault.h"
+
+#define FLAGS		(GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED | \
+			 GUEST_MEMFD_FLAG_WRITE)
+#define NPAGES		(MEM_SIZE / 0x1000)
+#define FIRST_ARMED	4		/* pages 4..15 are the snapshot's */
+static long page;
+static int kvm_fd;
+
+/* Is page @p of the guest_memfd in its page cache (allocated)? */
+static bool resident(struct vm *vm, int p)
+{
+	unsigned char vec = 0;
+
+	if (mincore((void *)(vm->mem + p * page), page, &vec))
+		return true;	/* cannot tell: the caller's check fails */
+	return vec & 1;
+}
+
+static int set_slot(struct vm *vm, __u32 flags, uint64_t gpa, void *hva,
+		    unsigned long *bitmap)
+{
+	struct kvm_userspace_memory_region2 region = {
+		.slot = 0,
+		.flags = flags,
+		.guest_phys_addr = gpa,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)hva,
+		.guest_memfd = vm->gmem,
+		.userfault_bitmap = (uintptr_t)bitmap,
+	};
+
+	return ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region) ? -errno : 0;
+}
+
+static void shuffle(int *order, int n, unsigned int seed)
+{
+	for (int i = n - 1; i > 0; i--) {
+		int j = rand_r(&seed) % (i + 1), k = order[i];
+
+		order[i] = order[j];
+		order[j] = k;
+	}
+}
+
+static int need_userfault(char *why, size_t whylen)
+{
+	if (kvm_cap(kvm_fd, KVM_CAP_USERFAULT) == 1)
+		return KSFT_PASS;
+	snprintf(why, whylen, "KVM_CAP_USERFAULT is %d", kvm_cap(kvm_fd, KVM_CAP_USERFAULT));
+	return gmem_skip_or_fail();
+}
+
+/*
+ * A lazy restore by exits on a guest_memfd memslot: KVM_MEM_USERFAULT set by
+ * a flags-only change (the memslot keeps its guest_memfd binding), every
+ * armed page in random order exits once with its gpa, before anything is
+ * allocated, and after write() + clearing its bit the guest reads the
+ * snapshot's page; a page whose bit is clear never exits (a hole reads
+ * zeroes); with the flag cleared again the memslot still works.
+ */
+static int restore_by_exits(char *why, size_t whylen)
+{
+	unsigned long bitmap = 0;
+	int order[NPAGES], exits[NPAGES] = { 0 }, n = 0;
+	uint8_t *buf = malloc(page);
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	int r = need_userfault(why, whylen);
+
+	if (r != KSFT_PASS || !buf)
+		goto out;
+	r = vm_with_written_code(&vm, FLAGS, guest_any_page, sizeof(guest_any_page), why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	for (int p = FIRST_ARMED; p < NPAGES; p++) {
+		bitmap |= 1UL << p;
+		order[n++] = p;
+	}
+	if (set_slot(&vm, KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, 0, (void *)vm.mem, &bitmap)) {
+		snprintf(why, whylen, "setting KVM_MEM_USERFAULT on the guest_memfd memslot: %s",
+			 strerror(errno));
+		goto out;
+	}
+	/* DATA_GPA's bit is clear: a hole there reads zeroes, no exit. */
+	if (!round_is(&vm, DATA_GPA / page, 0, 0, STATUS_MATCH, why, whylen))
+		goto out;
+
+	shuffle(order, n, 7);
+	for (int i = 0; i < n; i++) {
+		int p = order[i];
+		uint64_t gpa = 0;
+		int s = page_round(&vm, p, page_seed(p), page_step(p), &gpa, why, whylen);
+
+		if (s != ROUND_USERFAULT) {
+			if (s >= 0)
+				snprintf(why, whylen, "page %d: the guest reported %d, want a userfault exit",
+					 p, s);
+			goto out;
+		}
+		if (gpa != (uint64_t)p * page) {
+			snprintf(why, whylen, "page %d: exit for gpa %#llx", p, (unsigned long long)gpa);
+			goto out;
+		}
+		exits[p]++;
+		if (resident(&vm, p)) {
+			snprintf(why, whylen, "page %d allocated before it was restored", p);
+			goto out;
+		}
+		snapshot_page(buf, p);
+		if (pwrite(vm.gmem, buf, page, p * page) != page) {
+			snprintf(why, whylen, "restoring page %d with write(): %s", p, strerror(errno));
+			goto out;
+		}
+		__atomic_and_fetch(&bitmap, ~(1UL << p), __ATOMIC_RELEASE);
+		if (!round_is(&vm, p, page_seed(p), page_step(p), STATUS_MATCH, why, whylen))
+			goto out;
+	}
+	for (int p = FIRST_ARMED; p < NPAGES; p++) {
+		if (exits[p] != 1) {
+			snprintf(why, whylen, "page %d exited %d times, want once", p, exits[p]);
+			goto out;
+		}
+	}
+
+	/* Off again: a punched page reads zeroes without an exit. */
+	if (set_slot(&vm, KVM_MEM_GUEST_MEMFD, 0, (void *)vm.mem, NULL)) {
+		snprintf(why, whylen, "clearing KVM_MEM_USERFAULT: %s", strerror(errno));
+		goto out;
+	}
+	bitmap = ~0UL;	/* ignored now */
+	if (fallocate(vm.gmem, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      FIRST_ARMED * page, page)) {
+		snprintf(why, whylen, "punch hole: %s", strerror(errno));
+		goto out;
+	}
+	if (!round_is(&vm, FIRST_ARMED, 0, 0, STATUS_MATCH, why, whylen) ||
+	    !round_is(&vm, NPAGES - 1, page_seed(NPAGES - 1), page_step(NPAGES - 1),
+		      STATUS_MATCH, why, whylen))
+		goto out;
+	snprintf(why, whylen, "%d pages, one exit each", n);
+	r = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	free(buf);
+	return r;
+}
+
+/*
+ * Setting the flag zaps what the vCPU mapped: a page the guest read before
+ * exits once its bit is set again, and shows what the VMM restored then.
+ */
+static int rearm_zaps(char *why, size_t whylen)
+{
+	unsigned long bitmap = 0;
+	uint8_t *buf = malloc(page);
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	const int p = FIRST_ARMED;
+	uint64_t gpa = 0;
+	int r = need_userfault(why, whylen), s;
+
+	if (r != KSFT_PASS || !buf)
+		goto out;
+	r = vm_with_written_code(&vm, FLAGS, guest_any_page, sizeof(guest_any_page), why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	memset(buf, 0x11, page);
+	if (pwrite(vm.gmem, buf, page, p * page) != page ||
+	    !round_is(&vm, p, 0x11, 0, STATUS_MATCH, why, whylen))
+		goto out;
+	bitmap = 1UL << p;
+	if (set_slot(&vm, KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, 0, (void *)vm.mem, &bitmap)) {
+		snprintf(why, whylen, "setting KVM_MEM_USERFAULT: %s", strerror(errno));
+		goto out;
+	}
+	/* The round resumes after the exit: it checks what the VMM restores. */
+	s = page_round(&vm, p, 0x22, 0, &gpa, why, whylen);
+	if (s != ROUND_USERFAULT || gpa != (uint64_t)p * page) {
+		if (s >= 0 || s == ROUND_USERFAULT)
+			snprintf(why, whylen, "a mapped page after the flag was set: round %d gpa %#llx, want its userfault exit",
+				 s, (unsigned long long)gpa);
+		goto out;
+	}
+	memset(buf, 0x22, page);
+	if (pwrite(vm.gmem, buf, page, p * page) != page)
+		goto out;
+	bitmap = 0;
+	if (!round_is(&vm, p, 0x22, 0, STATUS_MATCH, why, whylen))
+		goto out;
+	r = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	free(buf);
+	return r;
+}
+
+/*
+ * The same on a memslot of anonymous memory (KVM's GUP path): the exit,
+ * a copy into the memory, the bit cleared; toggling the flag on such a
+ * memslot is a plain flags-only change.
+ */
+static int anonymous_memslot(char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	unsigned long bitmap = 1UL << FIRST_ARMED;
+	uint8_t *mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct kvm_userspace_memory_region2 region = {
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)mem,
+	};
+	uint64_t gpa = 0;
+	int r = need_userfault(why, whylen), s;
+
+	if (r != KSFT_PASS || mem == MAP_FAILED)
+		goto out;
+	r = KSFT_FAIL;
+	vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	vm.vm = ioctl(vm.kvm, KVM_CREATE_VM, 0);
+	if (vm.vm < 0 || ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "VM with an anonymous memslot: %s", strerror(errno));
+		goto out;
+	}
+	vm.mem = mem;	/* page_round() writes the parameters through it */
+	memcpy(mem + CODE_GPA, guest_any_page, sizeof(guest_any_page));
+	if (vm_create_vcpu(&vm, why, whylen) != KSFT_PASS ||
+	    vcpu_real_mode_at_code(vm.vcpu, why, whylen) != KSFT_PASS)
+		goto out;
+	region.flags = KVM_MEM_USERFAULT;
+	region.userfault_bitmap = (uintptr_t)&bitmap;
+	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "setting KVM_MEM_USERFAULT: %s", strerror(errno));
+		goto out;
+	}
+	s = page_round(&vm, FIRST_ARMED, page_seed(FIRST_ARMED), page_step(FIRST_ARMED),
+		       &gpa, why, whylen);
+	if (s != ROUND_USERFAULT || gpa != FIRST_ARMED * (uint64_t)page) {
+		if (s >= 0 || s == ROUND_USERFAULT)
+			snprintf(why, whylen, "round %d gpa %#llx, want a userfault exit for page %d",
+				 s, (unsigned long long)gpa, FIRST_ARMED);
+		goto out;
+	}
+	snapshot_page(mem + FIRST_ARMED * page, FIRST_ARMED);
+	bitmap = 0;
+	if (!round_is(&vm, FIRST_ARMED, page_seed(FIRST_ARMED), page_step(FIRST_ARMED),
+		      STATUS_MATCH, why, whylen))
+		goto out;
+	region.flags = 0;
+	region.userfault_bitmap = 0;
+	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "clearing KVM_MEM_USERFAULT: %s", strerror(errno));
+		goto out;
+	}
+	if (!round_is(&vm, FIRST_ARMED, page_seed(FIRST_ARMED), page_step(FIRST_ARMED),
+		      STATUS_MATCH, why, whylen))
+		goto out;
+	r = KSFT_PASS;
+out:
+	vm.mem = NULL;
+	if (mem != MAP_FAILED)
+		munmap(mem, MEM_SIZE);
+	vm_teardown(&vm);
+	return r;
+}
+
+/*
+ * Bad input gets a clean errno: no bitmap, a kernel address as the bitmap,
+ * the flag through the old ioctl (no bitmap field), moving a guest_memfd
+ * memslot with the flag; pre-faulting an armed page is EFAULT and allocates
+ * nothing; an unreadable bitmap makes KVM_RUN fail with EFAULT.
+ */
+static int bad_input(char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	unsigned long bitmap = 1UL << FIRST_ARMED;
+	struct kvm_pre_fault_memory pre = { .gpa = FIRST_ARMED * page, .size = page };
+	struct kvm_userspace_memory_region v1 = {
+		.flags = KVM_MEM_USERFAULT, .memory_size = MEM_SIZE,
+	};
+	unsigned long *gone;
+	uint64_t gpa = 0;
+	int r = need_userfault(why, whylen), e, s;
+
+	if (r != KSFT_PASS)
+		goto out;
+	r = vm_with_written_code(&vm, FLAGS, guest_any_page, sizeof(guest_any_page), why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	e = set_slot(&vm, KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, 0, (void *)vm.mem, NULL);
+	if (e != -EINVAL) {
+		snprintf(why, whylen, "KVM_MEM_USERFAULT without a bitmap: %s, want EINVAL", strerror(-e));
+		goto out;
+	}
+	e = set_slot(&vm, KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, 0, (void *)vm.mem,
+		     (unsigned long *)0xffff888000000000UL);
+	if (e != -EINVAL) {
+		snprintf(why, whylen, "a kernel address as the bitmap: %s, want EINVAL", strerror(-e));
+		goto out;
+	}
+	v1.slot = 1;
+	v1.guest_phys_addr = 0x100000;
+	v1.userspace_addr = (uintptr_t)vm.mem;
+	if (!ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION, &v1) || errno != EINVAL) {
+		snprintf(why, whylen, "KVM_MEM_USERFAULT by KVM_SET_USER_MEMORY_REGION: %s, want EINVAL",
+			 strerror(errno));
+		goto out;
+	}
+	e = set_slot(&vm, KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, 0x100000, (void *)vm.mem, &bitmap);
+	if (e != -EINVAL) {
+		snprintf(why, whylen, "moving a guest_memfd memslot: %s, want EINVAL", strerror(-e));
+		goto out;
+	}
+	if (set_slot(&vm, KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, 0, (void *)vm.mem, &bitmap)) {
+		snprintf(why, whylen, "setting KVM_MEM_USERFAULT: %s", strerror(errno));
+		goto out;
+	}
+	if (kvm_cap(vm.vm, KVM_CAP_PRE_FAULT_MEMORY)) {
+		e = ioctl(vm.vcpu, KVM_PRE_FAULT_MEMORY, &pre) ? errno : 0;
+		if (e != EFAULT) {
+			snprintf(why, whylen, "KVM_PRE_FAULT_MEMORY of an armed page: %s, want EFAULT",
+				 e ? strerror(e) : "mapped it");
+			goto out;
+		}
+		if (resident(&vm, FIRST_ARMED)) {
+			snprintf(why, whylen, "KVM_PRE_FAULT_MEMORY allocated an armed page");
+			goto out;
+		}
+	}
+
+	/*
+	 * A new bitmap takes effect without clearing the flag; one that goes
+	 * away makes KVM_RUN fail with EFAULT, without an exit.
+	 */
+	gone = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (gone == MAP_FAILED)
+		goto out;
+	*gone = 1UL << FIRST_ARMED;
+	if (set_slot(&vm, KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, 0, (void *)vm.mem, gone)) {
+		snprintf(why, whylen, "a new bitmap: %s", strerror(errno));
+		goto out;
+	}
+	munmap(gone, page);
+	vm.run->exit_reason = KVM_EXIT_UNKNOWN;
+	s = page_round(&vm, FIRST_ARMED + 1, 0, 0, &gpa, why, whylen);
+	if (s != -1 || vm.run->exit_reason == KVM_EXIT_MEMORY_FAULT || !strstr(why, "Bad address")) {
+		snprintf(why, whylen, "an unmapped bitmap: round %d exit %u, want KVM_RUN to fail with EFAULT",
+			 s, vm.run->exit_reason);
+		goto out;
+	}
+	why[0] = 0;
+	r = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	return r;
+}
+
+static const struct gmem_case cases[] = {
+	{ "restore by exits", restore_by_exits },
+	{ "setting the flag zaps", rearm_zaps },
+	{ "anonymous memslot", anonymous_memslot },
+	{ "bad input", bad_input },
+};
+
+int main(void)
+{
+	page = getpagesize();
+	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm_fd < 0)
+		ksft_exit_skip("/dev/kvm: %s\n", strerror(errno));
+	gmem_require_flags(kvm_fd, FLAGS, "GUEST_MEMFD_FLAG_MMAP | INIT_SHARED | WRITE");
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
+	return 0;
+}
