@@ -245,8 +245,8 @@ gmem_ndm_test: "a nested guest.s VMCB on NO_DIRECT_MAP memory: .*" FAILED: NO_DI
 		mutate no-vcpu-userfault arch/x86/kvm/mmu/mmu.c \
 			's/if \(unlikely\(kvm_is_userfault_memslot\(fault->slot\)\)\) \{/if (0) {/' || continue
 		must_fail no-vcpu-userfault stock ours \
-'gmem_userfault_test: "restore by exits" FAILED: page [0-9]+: the guest reported 2, want a userfault exit
-gmem_userfault_test: "anonymous memslot" FAILED: round 2 gpa 0, want a userfault exit for page 4' -- \
+'gmem_userfault_test: "restore by exits" FAILED: page [0-9]+: round 2, exit gpa 0; want the userfault exit for it
+gmem_userfault_test: "anonymous memslot" FAILED: page 4: round 2, exit gpa 0; want the userfault exit for it' -- \
 			ONLY=gmem_userfault_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-vcpu-userfault-$kver"
 		;;
 	*) die "unknown mutant $m" ;;

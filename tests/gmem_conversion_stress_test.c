@@ -244,6 +244,7 @@ static void *vcpu_thread(void *arg)
 	params[P_SEED] = 0x21;
 	params[P_STEP] = 5;
 	put16(params + P_LEN, DATA_LEN);
+	put16(params + P_START, DATA_GPA);
 	while (!atomic_load(&stop)) {
 		if (ioctl(v->vm->vcpu, KVM_RUN, 0)) {
 			if (errno == EINTR)

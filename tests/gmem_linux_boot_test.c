@@ -898,6 +898,41 @@ static long pages_off_node(int node, long *resident)
 	return off;
 }
 
+/* NO_DIRECT_MAP's work so far: kvm.ko's counters and the kernel's splits. */
+struct ndm_cost {
+	long folios, flushes, splits_2m, splits_1g;
+};
+
+static struct ndm_cost ndm_before;
+
+static long vmstat(const char *name)
+{
+	size_t n = strlen(name);
+	FILE *f = fopen("/proc/vmstat", "r");
+	char line[128];
+	long v = -1;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, name, n) && line[n] == ' ') {
+			v = atol(line + n + 1);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static struct ndm_cost ndm_costs(void)
+{
+	return (struct ndm_cost){
+		.folios = gmem_counter(GMEM_DEBUGFS "/kvm/gmem_ndm_folios"),
+		.flushes = gmem_counter(GMEM_DEBUGFS "/kvm/gmem_ndm_flushes"),
+		.splits_2m = vmstat("direct_map_level2_splits"),
+		.splits_1g = vmstat("direct_map_level3_splits"),
+	};
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART: KVM_RUN returns EINTR */
@@ -962,6 +997,7 @@ int main(int argc, char **argv)
 		ksft_print_msg("booting %s: %zu MiB of %s memory%s\n", kernel_path, mem_size >> 20,
 			       mode, use_write ? ", loaded with write()" : "");
 		hung_before_init = false;
+		ndm_before = ndm_costs();
 		t0 = gmem_now();
 		why = run_guest();
 		alarm(0);
@@ -990,6 +1026,14 @@ int main(int argc, char **argv)
 	if (g.init)
 		printf("# time: boot to init (%s): %.1f s\n", mode, g.init_host_s);
 	printf("# time: whole run (%s): %.1f s\n", mode, run_s);
+	if (!strcmp(mode, "ndm")) {
+		struct ndm_cost after = ndm_costs();
+
+		/* What NO_DIRECT_MAP cost this boot (README: No direct map). */
+		printf("# no direct map: %ld pages taken out, %ld kernel TLB flushes, %ld 2M and %ld 1G direct map splits\n",
+		       after.folios - ndm_before.folios, after.flushes - ndm_before.flushes,
+		       after.splits_2m - ndm_before.splits_2m, after.splits_1g - ndm_before.splits_1g);
+	}
 	/* The kernel keeps its image, page structs etc.: at most 64 MiB. */
 	ksft_test_result(g.memtotal_kib > (long)(mem_size >> 10) - (64L << 10) &&
 			 g.memtotal_kib <= (long)(mem_size >> 10),

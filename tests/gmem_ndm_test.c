@@ -1436,7 +1436,7 @@ out:
 	return r;
 }
 
-#define FAIL_ZAP	GMEM_DEBUGFS "/kvm/fail_gmem_ndm_zap"
+#define FAIL_ZAP	GMEM_FAIL_NDM_ZAP
 
 /*
  * When a page cannot be taken out of the direct map (injected: debugfs
@@ -1465,10 +1465,7 @@ static int failed_zap_never_maps_the_page(char *why, size_t whylen)
 	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM | GUEST_MEMFD_FLAG_WRITE, 4 * page, why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
-	if (!gmem_write_file(FAIL_ZAP "/verbose", "0") ||
-	    !gmem_write_file(FAIL_ZAP "/interval", "1") ||
-	    !gmem_write_file(FAIL_ZAP "/probability", "100") ||
-	    !gmem_write_file(FAIL_ZAP "/times", "1")) {
+	if (!gmem_fail_next_once(FAIL_ZAP)) {
 		snprintf(why, whylen, "cannot arm %s", FAIL_ZAP);
 		r = KSFT_FAIL;
 		goto out;

@@ -425,7 +425,7 @@ static int restore_vcpu(char *why, size_t whylen)
 	}
 	if (r != KSFT_PASS || !rs)
 		goto out;
-	r = vm_with_written_code(&vm, flags, guest_any_page, sizeof(guest_any_page), why, whylen);
+	r = vm_with_written_code(&vm, flags, guest_code, sizeof(guest_code), why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
 	r = KSFT_FAIL;
@@ -472,16 +472,10 @@ static int restore_vcpu(char *why, size_t whylen)
 		order[j] = k;
 	}
 	for (int i = 0; i < n; i++) {
-		int p = order[i], s;
-		uint64_t gpa = 0;
+		int p = order[i];
 
-		s = page_round(&vm, p, page_seed(p), page_step(p), &gpa, why, whylen);
-		if (s != ROUND_USERFAULT || gpa != (uint64_t)p * page) {
-			if (s != -1)
-				snprintf(why, whylen, "page %d: round %d gpa %#llx, want its userfault exit",
-					 p, s, (unsigned long long)gpa);
+		if (!round_exits(&vm, p, page_seed(p), page_step(p), why, whylen))
 			goto out;
-		}
 		exits[p]++;
 		(void)vm.mem[p * page];	/* the handler serves it, or has */
 		__atomic_and_fetch(&bitmap, ~(1UL << p), __ATOMIC_RELEASE);
@@ -622,6 +616,24 @@ static void *read_page(void *arg)
 }
 
 /*
+ * Close @uffd and wait up to 10 s for thread @t, which waited in a fault on
+ * it. A thread that does not wake ends the program: it still points into
+ * the test's mapping.
+ */
+static void close_and_join(int uffd, pthread_t t, char *why, size_t whylen)
+{
+	struct timespec ts;
+
+	close(uffd);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	if (pthread_timedjoin_np(t, NULL, &ts)) {
+		snprintf(why, whylen, "the waiting thread did not wake within 10 s of the close");
+		ksft_exit_fail_msg("%s\n", why);
+	}
+}
+
+/*
  * A thread waits in a MISSING fault; the VMM closes its userfaultfd instead
  * of serving it: the fault goes on as without one (a zeroed page), and no
  * thread is left waiting.
@@ -629,7 +641,6 @@ static void *read_page(void *arg)
 static int close_with_a_waiter(char *why, size_t whylen)
 {
 	struct waiter w = { .value = -2 };
-	struct timespec ts;
 	pthread_t t;
 	struct gfile g;
 	int uffd = -1, r;
@@ -652,15 +663,8 @@ static int close_with_a_waiter(char *why, size_t whylen)
 		snprintf(why, whylen, "the read did not wait for the handler (%d)", w.value);
 		r = KSFT_FAIL;
 	}
-	close(uffd);
+	close_and_join(uffd, t, why, whylen);
 	uffd = -1;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 10;
-	if (pthread_timedjoin_np(t, NULL, &ts)) {
-		snprintf(why, whylen, "the waiting thread did not wake within 10 s of the close");
-		/* It still points into g: leave the mapping to the process exit. */
-		ksft_exit_fail_msg("%s\n", why);
-	}
 	if (r == KSFT_PASS && w.value != 0) {
 		snprintf(why, whylen, "the fault after the close read %d, want a zeroed page", w.value);
 		r = KSFT_FAIL;
@@ -698,7 +702,6 @@ static int conversion(char *why, size_t whylen)
 	uint8_t *src = calloc(1, page);
 	unsigned char vec = 0;
 	struct uffd_msg msg;
-	struct timespec ts;
 	int uffd = -1, r, e;
 	pthread_t t;
 
@@ -759,14 +762,8 @@ static int conversion(char *why, size_t whylen)
 	}
 	r = KSFT_PASS;
 out_join:
-	close(uffd);
+	close_and_join(uffd, t, why, whylen);
 	uffd = -1;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 10;
-	if (pthread_timedjoin_np(t, NULL, &ts)) {
-		snprintf(why, whylen, "the waiting thread did not wake within 10 s of the close");
-		ksft_exit_fail_msg("%s\n", why);
-	}
 	if (r == KSFT_PASS && w.value != -1) {
 		snprintf(why, whylen, "the waiter read %d from a page converted to private, want SIGBUS",
 			 w.value);
@@ -784,7 +781,7 @@ out:
 	return r;
 }
 
-#define FAIL_ZAP	GMEM_DEBUGFS "/kvm/fail_gmem_ndm_zap"
+#define FAIL_ZAP	GMEM_FAIL_NDM_ZAP
 
 /*
  * A NO_DIRECT_MAP page that cannot leave the direct map (injected: debugfs
@@ -821,10 +818,7 @@ static int copy_fails_cleanly(char *why, size_t whylen)
 		snprintf(why, whylen, "UFFDIO_REGISTER(MISSING): %s", strerror(-e));
 		goto out;
 	}
-	if (!gmem_write_file(FAIL_ZAP "/verbose", "0") ||
-	    !gmem_write_file(FAIL_ZAP "/interval", "1") ||
-	    !gmem_write_file(FAIL_ZAP "/probability", "100") ||
-	    !gmem_write_file(FAIL_ZAP "/times", "1")) {
+	if (!gmem_fail_next_once(FAIL_ZAP)) {
 		snprintf(why, whylen, "cannot arm %s", FAIL_ZAP);
 		goto out;
 	}

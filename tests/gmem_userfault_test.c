@@ -85,7 +85,7 @@ static int restore_by_exits(char *why, size_t whylen)
 
 	if (r != KSFT_PASS || !buf)
 		goto out;
-	r = vm_with_written_code(&vm, FLAGS, guest_any_page, sizeof(guest_any_page), why, whylen);
+	r = vm_with_written_code(&vm, FLAGS, guest_code, sizeof(guest_code), why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
 	r = KSFT_FAIL;
@@ -105,19 +105,9 @@ static int restore_by_exits(char *why, size_t whylen)
 	shuffle(order, n, 7);
 	for (int i = 0; i < n; i++) {
 		int p = order[i];
-		uint64_t gpa = 0;
-		int s = page_round(&vm, p, page_seed(p), page_step(p), &gpa, why, whylen);
 
-		if (s != ROUND_USERFAULT) {
-			if (s >= 0)
-				snprintf(why, whylen, "page %d: the guest reported %d, want a userfault exit",
-					 p, s);
+		if (!round_exits(&vm, p, page_seed(p), page_step(p), why, whylen))
 			goto out;
-		}
-		if (gpa != (uint64_t)p * page) {
-			snprintf(why, whylen, "page %d: exit for gpa %#llx", p, (unsigned long long)gpa);
-			goto out;
-		}
 		exits[p]++;
 		if (resident(&vm, p)) {
 			snprintf(why, whylen, "page %d allocated before it was restored", p);
@@ -172,12 +162,11 @@ static int rearm_zaps(char *why, size_t whylen)
 	uint8_t *buf = malloc(page);
 	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
 	const int p = FIRST_ARMED;
-	uint64_t gpa = 0;
-	int r = need_userfault(why, whylen), s;
+	int r = need_userfault(why, whylen);
 
 	if (r != KSFT_PASS || !buf)
 		goto out;
-	r = vm_with_written_code(&vm, FLAGS, guest_any_page, sizeof(guest_any_page), why, whylen);
+	r = vm_with_written_code(&vm, FLAGS, guest_code, sizeof(guest_code), why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
 	r = KSFT_FAIL;
@@ -191,13 +180,8 @@ static int rearm_zaps(char *why, size_t whylen)
 		goto out;
 	}
 	/* The round resumes after the exit: it checks what the VMM restores. */
-	s = page_round(&vm, p, 0x22, 0, &gpa, why, whylen);
-	if (s != ROUND_USERFAULT || gpa != (uint64_t)p * page) {
-		if (s >= 0 || s == ROUND_USERFAULT)
-			snprintf(why, whylen, "a mapped page after the flag was set: round %d gpa %#llx, want its userfault exit",
-				 s, (unsigned long long)gpa);
+	if (!round_exits(&vm, p, 0x22, 0, why, whylen))
 		goto out;
-	}
 	memset(buf, 0x22, page);
 	if (pwrite(vm.gmem, buf, page, p * page) != page)
 		goto out;
@@ -226,8 +210,7 @@ static int anonymous_memslot(char *why, size_t whylen)
 		.memory_size = MEM_SIZE,
 		.userspace_addr = (uintptr_t)mem,
 	};
-	uint64_t gpa = 0;
-	int r = need_userfault(why, whylen), s;
+	int r = need_userfault(why, whylen);
 
 	if (r != KSFT_PASS || mem == MAP_FAILED)
 		goto out;
@@ -239,7 +222,7 @@ static int anonymous_memslot(char *why, size_t whylen)
 		goto out;
 	}
 	vm.mem = mem;	/* page_round() writes the parameters through it */
-	memcpy(mem + CODE_GPA, guest_any_page, sizeof(guest_any_page));
+	memcpy(mem + CODE_GPA, guest_code, sizeof(guest_code));
 	if (vm_create_vcpu(&vm, why, whylen) != KSFT_PASS ||
 	    vcpu_real_mode_at_code(vm.vcpu, why, whylen) != KSFT_PASS)
 		goto out;
@@ -249,14 +232,9 @@ static int anonymous_memslot(char *why, size_t whylen)
 		snprintf(why, whylen, "setting KVM_MEM_USERFAULT: %s", strerror(errno));
 		goto out;
 	}
-	s = page_round(&vm, FIRST_ARMED, page_seed(FIRST_ARMED), page_step(FIRST_ARMED),
-		       &gpa, why, whylen);
-	if (s != ROUND_USERFAULT || gpa != FIRST_ARMED * (uint64_t)page) {
-		if (s >= 0 || s == ROUND_USERFAULT)
-			snprintf(why, whylen, "round %d gpa %#llx, want a userfault exit for page %d",
-				 s, (unsigned long long)gpa, FIRST_ARMED);
+	if (!round_exits(&vm, FIRST_ARMED, page_seed(FIRST_ARMED), page_step(FIRST_ARMED),
+			 why, whylen))
 		goto out;
-	}
 	snapshot_page(mem + FIRST_ARMED * page, FIRST_ARMED);
 	bitmap = 0;
 	if (!round_is(&vm, FIRST_ARMED, page_seed(FIRST_ARMED), page_step(FIRST_ARMED),
@@ -300,7 +278,7 @@ static int bad_input(char *why, size_t whylen)
 
 	if (r != KSFT_PASS)
 		goto out;
-	r = vm_with_written_code(&vm, FLAGS, guest_any_page, sizeof(guest_any_page), why, whylen);
+	r = vm_with_written_code(&vm, FLAGS, guest_code, sizeof(guest_code), why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
 	r = KSFT_FAIL;

@@ -365,6 +365,28 @@ static inline uint64_t gmem_check64(const volatile void *p, size_t len, uint64_t
 	return want;
 }
 
+/* debugfs kvm/fail_gmem_ndm_zap: taking a page out of the direct map fails. */
+#define GMEM_FAIL_NDM_ZAP	GMEM_DEBUGFS "/kvm/fail_gmem_ndm_zap"
+
+/*
+ * Arm the fault-injection attribute @attr (a debugfs directory) to make the
+ * next call fail, once. Write "0" to @attr/probability after the call.
+ */
+static inline bool gmem_fail_next_once(const char *attr)
+{
+	static const char *const settings[][2] = {
+		{ "verbose", "0" }, { "interval", "1" }, { "probability", "100" }, { "times", "1" },
+	};
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", attr, settings[i][0]);
+		if (!gmem_write_file(path, settings[i][1]))
+			return false;
+	}
+	return true;
+}
+
 /* The number of memory nodes (a guest booted with NUMA=2 has two). */
 static inline int read_online_nodes(void)
 {

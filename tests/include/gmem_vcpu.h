@@ -43,6 +43,7 @@
 #define A_STATUS	4	/* u8: STATUS_* */
 #define A_STOP		6	/* u16: address where the check stopped */
 #define A_ROUNDS	8	/* u16: rounds the guest has run */
+#define P_START		10	/* u16: where the data to check starts (x86) */
 
 #define STATUS_MATCH	1
 #define STATUS_MISMATCH	2

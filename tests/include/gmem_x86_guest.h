@@ -15,13 +15,14 @@
 
 /*
  * The guest, loaded at CODE_GPA, runs in real mode with all segment bases 0.
- * Each round it checks DATA_LEN bytes against seed + i * step and reports;
- * KVM resumes it after the OUT, and it starts the next round from the top.
+ * Each round it checks P_LEN bytes from P_START (DATA_GPA, but for the
+ * userfault tests' pages) against seed + i * step and reports; KVM resumes
+ * it after the OUT, and it starts the next round from the top.
  * (Hand-assembled; checked against "as" + "objdump -mi8086".)
  */
 static const uint8_t guest_code[] __attribute__((unused)) = {
-	0xbe, 0x00, 0x20,	/* top:    mov  $0x2000, %si   data     */
-	0xbf, 0x00, 0x30,	/*         mov  $0x3000, %di   params   */
+	0xbf, 0x00, 0x30,	/* top:    mov  $0x3000, %di   params   */
+	0x8b, 0x75, 0x0a,	/*         mov  10(%di), %si   start    */
 	0x8a, 0x1d,		/*         mov  (%di), %bl     seed     */
 	0x8a, 0x7d, 0x01,	/*         mov  1(%di), %bh    step     */
 	0x8b, 0x4d, 0x02,	/*         mov  2(%di), %cx    len      */
@@ -140,11 +141,16 @@ static inline const char *exit_name(unsigned int reason)
 	}
 }
 
+#define ROUND_USERFAULT	(-2)	/* the round exited for a KVM_MEM_USERFAULT page */
+
 /*
- * One guest round: set the parameters, run until the guest's OUT, return
- * the status it reported (STATUS_*) or -1 with @why filled.
+ * One guest round over @len bytes from @start: set the parameters, run
+ * until the guest's OUT, return the status it reported (STATUS_*) or -1
+ * with @why filled. With @uf_gpa, a userfault exit (KVM_MEM_USERFAULT) ends
+ * the round too: ROUND_USERFAULT, and *@uf_gpa the page's address.
  */
-static inline int guest_round(struct vm *vm, uint8_t seed, uint8_t step, char *why, size_t whylen)
+static inline int guest_round_at(struct vm *vm, uint16_t start, uint16_t len, uint8_t seed,
+				 uint8_t step, uint64_t *uf_gpa, char *why, size_t whylen)
 {
 	volatile uint8_t *p = vm->mem + PARAM_GPA;
 	struct kvm_run *run = vm->run;
@@ -152,7 +158,8 @@ static inline int guest_round(struct vm *vm, uint8_t seed, uint8_t step, char *w
 
 	p[P_SEED] = seed;
 	p[P_STEP] = step;
-	put16(p + P_LEN, DATA_LEN);
+	put16(p + P_LEN, len);
+	put16(p + P_START, start);
 	p[A_STATUS] = 0;
 
 	for (int i = 0; i < MAX_EXITS; i++) {
@@ -163,7 +170,14 @@ static inline int guest_round(struct vm *vm, uint8_t seed, uint8_t step, char *w
 		if (ioctl(vm->vcpu, KVM_RUN, 0)) {
 			if (errno == EINTR)
 				continue;
-			snprintf(why, whylen, "KVM_RUN: %s", strerror(errno));
+			if (uf_gpa && errno == EFAULT && run->exit_reason == KVM_EXIT_MEMORY_FAULT &&
+			    run->memory_fault.flags == KVM_MEMORY_EXIT_FLAG_USERFAULT &&
+			    run->memory_fault.size == 0x1000) {
+				*uf_gpa = run->memory_fault.gpa;
+				return ROUND_USERFAULT;
+			}
+			snprintf(why, whylen, "KVM_RUN: %s (exit %u, %s)", strerror(errno),
+				 run->exit_reason, exit_name(run->exit_reason));
 			return -1;
 		}
 		switch (run->exit_reason) {
@@ -202,6 +216,12 @@ static inline int guest_round(struct vm *vm, uint8_t seed, uint8_t step, char *w
 	}
 	snprintf(why, whylen, "no result after %d KVM_RUN exits", MAX_EXITS);
 	return -1;
+}
+
+/* A round over the data page (DATA_GPA). */
+static inline int guest_round(struct vm *vm, uint8_t seed, uint8_t step, char *why, size_t whylen)
+{
+	return guest_round_at(vm, DATA_GPA, DATA_LEN, seed, step, NULL, why, whylen);
 }
 
 #endif /* GMEM_X86_GUEST_H */
