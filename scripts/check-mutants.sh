@@ -19,6 +19,8 @@
 #                    the direct map without the kernel TLB flush
 #   no-uffd-ops      shim tier, gmem_uffd_test, our kvm.ko without its
 #                    userfaultfd operations (.uffd_ops)
+#   ndm-vcpu-one-page shim tier, gmem_ndm_test, our kvm.ko whose vCPU faults
+#                    on NO_DIRECT_MAP holes allocate and flush one page each
 #   no-vcpu-userfault stock tier, gmem_userfault_test, our kvm.ko whose vCPU
 #                    faults do not ask the userfault bitmap
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
@@ -134,7 +136,7 @@ must_fail() {
 
 mutants=("$@")
 [ $# -gt 0 ] || mutants=(debian-modules debian-boot no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
-			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault)
+			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault ndm-vcpu-one-page)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -237,6 +239,16 @@ gmem_uffd_test: "lazy restore by MISSING faults: random order, two threads, each
 gmem_ndm_test: "a hole punched under kvmclock: .*" FAILED: plain guest_memfd: KVM did not write kvmclock through guest_memfd
 gmem_ndm_test: "a nested guest.s VMCB on NO_DIRECT_MAP memory: .*" FAILED: NO_DIRECT_MAP: VMLOAD of the VMCB ended in .* \(#GP: KVM could not map the VMCB\)' -- \
 			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-no-gmem-pfncache-shim"
+		;;
+	ndm-vcpu-one-page)
+		# A vCPU's fault on a NO_DIRECT_MAP hole takes its page alone
+		# out of the direct map, as before KVM patch 0028: one flush
+		# and one fault per page the guest touches.
+		mutate ndm-vcpu-one-page virt/kvm/guest_memfd.c \
+			's/(\tif \(nr_around\)\n\t\tend = kvm_gmem_vcpu_fault_end\(slot, inode, index\);\n)/\tif (0)\n\t\tend = kvm_gmem_vcpu_fault_end(slot, inode, index);\n/' || continue
+		must_fail ndm-vcpu-one-page shim ours \
+'gmem_ndm_test: "a vCPU.s fault on a hole takes its 16-page window out under one flush and maps it all" FAILED: a vCPU reading 12 holes: 12 flushes, 12 pages, 12 faults; want 1, 12, 1' -- \
+			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-vcpu-one-page-shim"
 		;;
 	no-vcpu-userfault)
 		# Our kvm.ko takes KVM_MEM_USERFAULT but its x86 fault path does

@@ -120,6 +120,7 @@ run_step "must fail: ours without NO_DIRECT_MAP" build/results/mutant-no-ndm.log
 run_step "must fail: ours without the TLB flush" build/results/mutant-ndm-no-flush-check.log scripts/check-mutants.sh ndm-no-flush
 run_step "must fail: pfn caches not on guest_memfd" build/results/mutant-ndm-no-gmem-pfncache-check.log scripts/check-mutants.sh ndm-no-gmem-pfncache
 run_step "must fail: ours without userfaultfd ops" build/results/mutant-no-uffd-ops.log scripts/check-mutants.sh no-uffd-ops
+run_step "must fail: a vCPU's NO_DIRECT_MAP fault page by page" build/results/mutant-ndm-vcpu-one-page.log scripts/check-mutants.sh ndm-vcpu-one-page
 run_step "tier arm64 (KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
 run_step "front ends: qemu-run, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
 run_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh

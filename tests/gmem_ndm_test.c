@@ -1054,6 +1054,95 @@ out:
 	return r;
 }
 
+/* The VM's page faults taken so far (debugfs kvm/<pid>-<vm fd>/pf_taken). */
+static long vm_pf_taken(int vm_fd)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), GMEM_DEBUGFS "/kvm/%d-%d/pf_taken", getpid(), vm_fd);
+	return gmem_counter(path);
+}
+
+/*
+ * A guest reads pages 4-15 of its NO_DIRECT_MAP memslot, holes until then:
+ * with @batch "64" (the default) its fault on page 4 takes the 12 pages of
+ * that 16-page window out of the direct map under one TLB flush and maps
+ * them all, so the reads of pages 5-15 are no faults of their own; with
+ * "0" (upstream's scheme) each page is a fault and a flush. The code and
+ * parameter pages are written with pwrite() and mapped by a first round,
+ * so nothing else allocates in the window.
+ */
+static int vcpu_window_round(const char *batch, long *flushes, long *folios, long *faults,
+			     char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	uint8_t *zeroes = calloc(1, page);
+	long f0, n0, p0;
+	int r, s;
+
+	if (!zeroes || !gmem_write_file(NDM_BATCH_PARAM, batch)) {
+		snprintf(why, whylen, "cannot write %s", NDM_BATCH_PARAM);
+		free(zeroes);
+		return KSFT_FAIL;
+	}
+	r = vm_with_written_code(&vm, SHARED | NDM | GUEST_MEMFD_FLAG_WRITE, guest_code,
+				 sizeof(guest_code), why, whylen);
+	if (r == KSFT_PASS && pwrite(vm.gmem, zeroes, page, PARAM_GPA) != page) {
+		snprintf(why, whylen, "pwrite of the parameter page: %s", strerror(errno));
+		r = KSFT_FAIL;
+	}
+	/* The first round maps the code and parameter pages: 16 zero bytes. */
+	if (r == KSFT_PASS) {
+		s = guest_round_at(&vm, PARAM_GPA + 0x100, 16, 0, 0, NULL, why, whylen);
+		r = s == STATUS_MATCH ? KSFT_PASS : KSFT_FAIL;
+	}
+	if (r == KSFT_PASS) {
+		f0 = gmem_counter(NDM_FLUSHES);
+		n0 = gmem_counter(NDM_FOLIOS);
+		p0 = vm_pf_taken(vm.vm);
+		s = guest_round_at(&vm, 4 * page, 12 * page, 0, 0, NULL, why, whylen);
+		if (s != STATUS_MATCH || f0 < 0 || n0 < 0 || p0 < 0) {
+			if (s >= 0)
+				snprintf(why, whylen, "gmem_ndm_batch=%s: round %d, counters %ld %ld %ld",
+					 batch, s, f0, n0, p0);
+			r = KSFT_FAIL;
+		} else {
+			*flushes = gmem_counter(NDM_FLUSHES) - f0;
+			*folios = gmem_counter(NDM_FOLIOS) - n0;
+			*faults = vm_pf_taken(vm.vm) - p0;
+		}
+	}
+	gmem_write_file(NDM_BATCH_PARAM, "64");
+	vm_teardown(&vm);
+	free(zeroes);
+	return r;
+}
+
+static int vcpu_fault_takes_its_window(char *why, size_t whylen)
+{
+	long flushes[2], folios[2], faults[2];
+	int r = need_flag_and_probe(why, whylen);
+
+	if (r == KSFT_PASS)
+		r = vcpu_window_round("64", &flushes[0], &folios[0], &faults[0], why, whylen);
+	if (r == KSFT_PASS)
+		r = vcpu_window_round("0", &flushes[1], &folios[1], &faults[1], why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	if (flushes[0] != 1 || folios[0] != 12 || faults[0] != 1) {
+		snprintf(why, whylen, "a vCPU reading 12 holes: %ld flushes, %ld pages, %ld faults; want 1, 12, 1",
+			 flushes[0], folios[0], faults[0]);
+		return KSFT_FAIL;
+	}
+	if (flushes[1] != 12 || folios[1] != 12 || faults[1] != 12) {
+		snprintf(why, whylen, "the same with gmem_ndm_batch=0: %ld flushes, %ld pages, %ld faults; want 12 each",
+			 flushes[1], folios[1], faults[1]);
+		return KSFT_FAIL;
+	}
+	snprintf(why, whylen, "12 pages: 1 flush and 1 fault (12 and 12 with gmem_ndm_batch=0)");
+	return KSFT_PASS;
+}
+
 /*
  * Nothing is allocated that an operation does not use, and all of it comes
  * back when the file is closed: a touch of a one-page file takes one page
@@ -1586,6 +1675,8 @@ static const struct gmem_case cases[] = {
 	  emulation_reads_the_memory },
 	{ "faults and fallocate() allocate only what they map or fill; closing the files gives it all back",
 	  nothing_allocated_ahead },
+	{ "a vCPU's fault on a hole takes its 16-page window out under one flush and maps it all",
+	  vcpu_fault_takes_its_window },
 	{ "a fault 2 pages before a page table's end maps and takes only those 2 pages",
 	  fault_around_stays_in_its_page_table },
 	{ "a page first touched after mbind() lands on the node bound, not where an earlier fault ran",

@@ -784,6 +784,76 @@ out:
 #define FAIL_ZAP	GMEM_FAIL_NDM_ZAP
 
 /*
+ * A NO_DIRECT_MAP file whose mapping is registered, in a memslot without
+ * KVM_MEM_USERFAULT: a vCPU's fault on a hole allocates its own page only
+ * (no 16-page window as elsewhere), so the next page is still a hole whose
+ * host read is a MISSING event for the VMM, not a zeroed page.
+ */
+static int vcpu_fault_allocates_one_page(char *why, size_t whylen)
+{
+	const unsigned long long flags = FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP |
+					 GUEST_MEMFD_FLAG_WRITE;
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	struct waiter w = { .value = -2 };
+	uint8_t *zeroes = calloc(1, page);
+	struct uffd_msg msg;
+	int uffd = -1, r, s;
+	pthread_t t;
+	long before;
+
+	r = need_uffd(why, whylen);
+	if (r != KSFT_PASS || !zeroes)
+		goto out;
+	r = KSFT_FAIL;
+	if (!gmem_has_flags(kvm_fd, flags)) {
+		snprintf(why, whylen, "no GUEST_MEMFD_FLAG_NO_DIRECT_MAP | WRITE with our modules");
+		goto out;
+	}
+	if (vm_with_written_code(&vm, flags, guest_code, sizeof(guest_code), why, whylen) != KSFT_PASS)
+		goto out;
+	if (pwrite(vm.gmem, zeroes, page, PARAM_GPA) != page) {
+		snprintf(why, whylen, "pwrite of the parameter page: %s", strerror(errno));
+		goto out;
+	}
+	uffd = uffd_open(why, whylen);
+	if (uffd < 0)
+		goto out;
+	if (uffd_register(uffd, vm.mem, MEM_SIZE, UFFDIO_REGISTER_MODE_MISSING, NULL)) {
+		snprintf(why, whylen, "UFFDIO_REGISTER(MISSING): %s", strerror(errno));
+		goto out;
+	}
+	before = gmem_counter(NDM_FOLIOS);
+	s = guest_round_at(&vm, 4 * page, 16, 0, 0, NULL, why, whylen);
+	if (s != STATUS_MATCH) {
+		if (s >= 0)
+			snprintf(why, whylen, "the guest's round on page 4 reported %d", s);
+		goto out;
+	}
+	if (gmem_counter(NDM_FOLIOS) - before != 1) {
+		snprintf(why, whylen, "a vCPU fault on page 4 took %ld pages, want 1 (the file is registered)",
+			 gmem_counter(NDM_FOLIOS) - before);
+		goto out;
+	}
+	w.p = vm.mem + 5 * page;
+	pthread_create(&t, NULL, read_page, &w);
+	if (!uffd_wait_event(uffd, &msg, why, whylen) &&
+	    (msg.arg.pagefault.address & ~(page - 1)) == (unsigned long)w.p) {
+		r = KSFT_PASS;
+	} else if (!why[0]) {
+		snprintf(why, whylen, "an event for %#llx, want page 5",
+			 (unsigned long long)msg.arg.pagefault.address);
+	}
+	close_and_join(uffd, t, why, whylen);
+	uffd = -1;
+out:
+	if (uffd >= 0)
+		close(uffd);
+	vm_teardown(&vm);
+	free(zeroes);
+	return r;
+}
+
+/*
  * A NO_DIRECT_MAP page that cannot leave the direct map (injected: debugfs
  * kvm/fail_gmem_ndm_zap): UFFDIO_COPY fails with ENOMEM and leaves a hole,
  * nothing stays counted out of the direct map; the next copy fills it.
@@ -936,6 +1006,7 @@ static const struct gmem_case cases[] = {
 	{ "closing the userfaultfd wakes a waiting fault, which then faults as usual", close_with_a_waiter },
 	{ "in-place conversion: no event for a private page, a fault waiting on a page converted meanwhile ends in SIGBUS", conversion },
 	{ "a NO_DIRECT_MAP page failing to leave the direct map: UFFDIO_COPY is ENOMEM, nothing leaks", copy_fails_cleanly },
+	{ "a registered NO_DIRECT_MAP file: a vCPU fault allocates its page only, the next stays a MISSING fault", vcpu_fault_allocates_one_page },
 	{ "a process waiting in a fault nobody serves dies of SIGKILL, its pages freed", kill_while_waiting },
 };
 
