@@ -1287,6 +1287,118 @@ static int forked_accesses(char *why, size_t whylen)
 	return r;
 }
 
+struct page6_converter {
+	int fd;
+	int err;
+	double ms;
+};
+
+static void *convert_page_6(void *arg)
+{
+	struct page6_converter *c = arg;
+	uint64_t err_off = 0;
+	double t0 = gmem_now();
+
+	c->err = gmem_set_attrs(c->fd, 6 * page, page, PRIVATE, &err_off);
+	c->ms = (gmem_now() - t0) * 1000;
+	return NULL;
+}
+
+#define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
+
+static int set_kvmclock(struct vm *vm, uint64_t gpa)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry entry;
+	} msr = { .hdr.nmsrs = 1,
+		  .entry = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = gpa | 1 } };
+
+	return ioctl(vm->vcpu, KVM_SET_MSRS, &msr) == 1 ? 0 : -errno;
+}
+
+/*
+ * A conversion waiting for a transient reference must not hold off the rest
+ * of the VM (issue 39, 5): while it waits for a pipe to drain (DRAIN_MS) on
+ * page 6, moving kvmclock to another page (a pfn cache refresh) and a memslot
+ * update finish at once. Before the fix the wait ran inside the guest_memfd
+ * invalidation, whose count makes every refresh VM-wide spin and memslot
+ * updates sleep until the conversion ends.
+ */
+#define STALL_DRAIN_MS	400
+static int wait_does_not_stall_vm(char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
+	struct drain d = { .delay_ms = STALL_DRAIN_MS, .fd = -1 };
+	struct page6_converter c = { .err = 1 };
+	struct kvm_userspace_memory_region2 other = {
+		.slot = 1,
+		.guest_phys_addr = 0x100000,
+		.memory_size = page,
+	};
+	pthread_t drainer, converter;
+	double t0, msr_ms, slot_ms;
+	bool threads = false;
+	int r, e;
+
+	r = conversion_vm(&vm, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	e = set_kvmclock(&vm, 10 * page);
+	if (e) {
+		snprintf(why, whylen, "kvmclock on page 10: %s", strerror(-e));
+		goto out;
+	}
+	vm.mem[6 * page] = 1;
+	d.fd = pin_vmsplice(vm.mem + 6 * page, why, whylen);
+	if (d.fd < 0)
+		goto out;
+	c.fd = vm.gmem;
+	pthread_create(&drainer, NULL, drain_later, &d);
+	pthread_create(&converter, NULL, convert_page_6, &c);
+	threads = true;
+	usleep(STALL_DRAIN_MS * 1000 / 4);
+
+	t0 = gmem_now();
+	e = set_kvmclock(&vm, 11 * page);
+	msr_ms = (gmem_now() - t0) * 1000;
+	other.userspace_addr = (uintptr_t)vm.other;
+	t0 = gmem_now();
+	if (!e && ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &other))
+		e = -errno;
+	slot_ms = (gmem_now() - t0) * 1000;
+
+	pthread_join(converter, NULL);
+	pthread_join(drainer, NULL);
+	threads = false;
+	if (e) {
+		snprintf(why, whylen, "kvmclock or memslot during the conversion: %s", strerror(-e));
+		goto out;
+	}
+	if (waits && (c.err || c.ms < STALL_DRAIN_MS * 0.8)) {
+		snprintf(why, whylen, "the conversion: %s after %.0f ms; want success after the drain (%d ms)",
+			 c.err ? strerror(-c.err) : "success", c.ms, STALL_DRAIN_MS);
+		goto out;
+	}
+	if (msr_ms > STALL_DRAIN_MS / 4 || slot_ms > STALL_DRAIN_MS / 4) {
+		snprintf(why, whylen, "during a conversion's wait (%.0f ms): moving kvmclock took %.0f ms, a memslot update %.0f ms; want both under %d ms",
+			 c.ms, msr_ms, slot_ms, STALL_DRAIN_MS / 4);
+		goto out;
+	}
+	snprintf(why, whylen, "conversion %.0f ms; kvmclock moved in %.1f ms, memslot in %.1f ms",
+		 c.ms, msr_ms, slot_ms);
+	r = KSFT_PASS;
+out:
+	if (threads) {
+		pthread_join(converter, NULL);
+		pthread_join(drainer, NULL);
+	}
+	vm.kvm = -1;
+	vm_teardown(&vm);
+	return r;
+}
+
 static const struct gmem_case cases[] = {
 	{ "caps", caps },
 	{ "bad_requests", bad_requests },
@@ -1309,6 +1421,7 @@ static const struct gmem_case cases[] = {
 	{ "unallocated_folios", unallocated_folios },
 	{ "truncate", truncate_keeps_attributes },
 	{ "forked_accesses", forked_accesses },
+	{ "wait_does_not_stall_vm", wait_does_not_stall_vm },
 };
 
 int main(void)

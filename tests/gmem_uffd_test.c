@@ -853,6 +853,182 @@ out:
 	return r;
 }
 
+/* kvmclock (MSR_KVM_SYSTEM_TIME_NEW): KVM writes it through a pfn cache. */
+#define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
+#define CLOCK_PAGE		9
+#define PVCLOCK_SIZE		32
+
+/*
+ * KVM's own mapping of a page not restored yet (issue 39, 1), for
+ * userfaultfd: kvmclock placed on a hole of a registered file. KVM must not
+ * take a zeroed page from guest_memfd behind the VMM's back: the MISSING
+ * event reaches the handler, which fills the page from the snapshot
+ * (UFFDIO_COPY succeeds: not EEXIST), and the clock is written over it.
+ * With @ndm the file is NO_DIRECT_MAP (the pfn cache maps the page alone).
+ */
+static int kvmclock_restore(bool ndm, char *why, size_t whylen)
+{
+	const unsigned long long flags = FLAGS | GUEST_MEMFD_FLAG_WRITE |
+					 (ndm ? GUEST_MEMFD_FLAG_NO_DIRECT_MAP : 0);
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	struct restore *rs = calloc(1, sizeof(*rs));
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry entry;
+	} msr = { .hdr.nmsrs = 1,
+		  .entry = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = CLOCK_PAGE * 0x1000 | 1 } };
+	uint8_t *zeroes = calloc(1, page);
+	bool thread = false;
+	pthread_t handler;
+	uint32_t version, mul;
+	int r;
+
+	r = need_uffd(why, whylen);
+	if (r != KSFT_PASS || !rs || !zeroes)
+		goto out;
+	r = KSFT_FAIL;
+	if (!gmem_has_flags(kvm_fd, flags)) {
+		snprintf(why, whylen, "flags %#llx not offered by our modules", flags);
+		goto out;
+	}
+	if (vm_with_written_code(&vm, flags, guest_code, sizeof(guest_code), why, whylen) != KSFT_PASS)
+		goto out;
+	/* The pages the guest's round uses are there before the registration. */
+	if (pwrite(vm.gmem, zeroes, page, PARAM_GPA) != page ||
+	    pwrite(vm.gmem, zeroes, page, DATA_GPA) != page) {
+		snprintf(why, whylen, "pwrite: %s", strerror(errno));
+		goto out;
+	}
+	rs->snapshot = calloc(1, MEM_SIZE);
+	if (!rs->snapshot)
+		goto out;
+	snapshot_page(rs->snapshot + CLOCK_PAGE * page, CLOCK_PAGE);
+	rs->map = vm.mem;
+	rs->uffd = uffd_open(why, whylen);
+	if (rs->uffd < 0)
+		goto out;
+	if (uffd_register(rs->uffd, vm.mem, MEM_SIZE, UFFDIO_REGISTER_MODE_MISSING, NULL)) {
+		snprintf(why, whylen, "UFFDIO_REGISTER(MISSING): %s", strerror(errno));
+		goto out;
+	}
+	pthread_create(&handler, NULL, restore_handler, rs);
+	thread = true;
+	if (ioctl(vm.vcpu, KVM_SET_MSRS, &msr) != 1) {
+		snprintf(why, whylen, "KVM_SET_MSRS(MSR_KVM_SYSTEM_TIME_NEW): %s", strerror(errno));
+		goto out;
+	}
+	if (guest_round(&vm, 0, 0, why, whylen) != STATUS_MATCH) {
+		if (!why[0])
+			snprintf(why, whylen, "the guest's round failed");
+		goto out;
+	}
+	rs->stop = 1;
+	pthread_join(handler, NULL);
+	thread = false;
+	if (rs->errors || rs->again) {
+		snprintf(why, whylen, "%d handler errors, %d EEXIST (the page was allocated behind the VMM's back): %s",
+			 rs->errors, rs->again, rs->err);
+		goto out;
+	}
+	if (rs->served[CLOCK_PAGE] != 1 || rs->events != 1) {
+		snprintf(why, whylen, "kvmclock's page served %d times, %d events; want one MISSING event for it",
+			 rs->served[CLOCK_PAGE], rs->events);
+		goto out;
+	}
+	memcpy(&version, (void *)(vm.mem + CLOCK_PAGE * page), 4);
+	memcpy(&mul, (void *)(vm.mem + CLOCK_PAGE * page + 24), 4);
+	if (!version || (version & 1) || !mul) {
+		snprintf(why, whylen, "kvmclock not written (version %u, mul %u)", version, mul);
+		goto out;
+	}
+	for (long i = PVCLOCK_SIZE; i < page; i++) {
+		if (vm.mem[CLOCK_PAGE * page + i] != rs->snapshot[CLOCK_PAGE * page + i]) {
+			snprintf(why, whylen, "byte %ld of kvmclock's page is not the snapshot's", i);
+			goto out;
+		}
+	}
+	snprintf(why, whylen, "one event, kvmclock version %u over the snapshot", version);
+	r = KSFT_PASS;
+out:
+	if (thread) {
+		rs->stop = 1;
+		pthread_join(handler, NULL);
+	}
+	if (rs && rs->uffd > 0)
+		close(rs->uffd);
+	vm_teardown(&vm);
+	if (rs)
+		free(rs->snapshot);
+	free(rs);
+	free(zeroes);
+	return r;
+}
+
+static int kvmclock_restore_plain(char *why, size_t whylen)
+{
+	return kvmclock_restore(false, why, whylen);
+}
+
+static int kvmclock_restore_ndm(char *why, size_t whylen)
+{
+	return kvmclock_restore(true, why, whylen);
+}
+
+/*
+ * The host-fault window and a second mapping (issue 39, 7): a NO_DIRECT_MAP
+ * file whose first mapping is registered for MISSING faults; a second,
+ * unregistered mapping (a vhost-user backend's) faults one page. It must
+ * allocate that page only: its 16-page window would fill holes the
+ * registered mapping then never sees as MISSING.
+ */
+static int second_mapping_no_window(char *why, size_t whylen)
+{
+	const unsigned long long flags = FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
+	struct gfile g = { .vm = -1, .fd = -1 };
+	volatile uint8_t *second = MAP_FAILED;
+	long cached;
+	int uffd = -1, r;
+
+	r = need_uffd(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	if (!gmem_has_flags(kvm_fd, flags)) {
+		snprintf(why, whylen, "no GUEST_MEMFD_FLAG_NO_DIRECT_MAP with our modules");
+		return KSFT_FAIL;
+	}
+	r = gfile_open(&g, kvm_fd, 0, flags, NPAGES * page, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	uffd = uffd_open(why, whylen);
+	if (uffd < 0)
+		goto out;
+	if (uffd_register(uffd, g.map, NPAGES * page, UFFDIO_REGISTER_MODE_MISSING, NULL)) {
+		snprintf(why, whylen, "UFFDIO_REGISTER(MISSING): %s", strerror(errno));
+		goto out;
+	}
+	second = mmap(NULL, NPAGES * page, PROT_READ | PROT_WRITE, MAP_SHARED, g.fd, 0);
+	if (second == MAP_FAILED) {
+		snprintf(why, whylen, "a second mapping: %s", strerror(errno));
+		goto out;
+	}
+	second[0] = 1;
+	cached = gmem_cached_pages(g.fd, 0, 16 * page);
+	if (cached != 1) {
+		snprintf(why, whylen, "the second mapping's fault on page 0 left %ld pages of 0-15 in the file, want 1",
+			 cached);
+		goto out;
+	}
+	r = KSFT_PASS;
+out:
+	if (second != MAP_FAILED)
+		munmap((void *)second, NPAGES * page);
+	if (uffd >= 0)
+		close(uffd);
+	gfile_close(&g);
+	return r;
+}
+
 /*
  * A NO_DIRECT_MAP page that cannot leave the direct map (injected: debugfs
  * kvm/fail_gmem_ndm_zap): UFFDIO_COPY fails with ENOMEM and leaves a hole,
@@ -1008,6 +1184,9 @@ static const struct gmem_case cases[] = {
 	{ "a NO_DIRECT_MAP page failing to leave the direct map: UFFDIO_COPY is ENOMEM, nothing leaks", copy_fails_cleanly },
 	{ "a registered NO_DIRECT_MAP file: a vCPU fault allocates its page only, the next stays a MISSING fault", vcpu_fault_allocates_one_page },
 	{ "a process waiting in a fault nobody serves dies of SIGKILL, its pages freed", kill_while_waiting },
+	{ "kvmclock on a hole of a registered file: a MISSING event, the snapshot kept", kvmclock_restore_plain },
+	{ "kvmclock on a hole of a registered NO_DIRECT_MAP file: a MISSING event, the snapshot kept", kvmclock_restore_ndm },
+	{ "a second, unregistered mapping of a registered NO_DIRECT_MAP file faults its own page only", second_mapping_no_window },
 };
 
 int main(void)

@@ -488,6 +488,31 @@ static inline double gmem_now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+/*
+ * How many pages of [@off, @off + @len) of @fd are in its page cache, up to
+ * date or not (cachestat(), Linux 6.5; both test kernels have it), or -1
+ * if that cannot be told: a caller's "not allocated" check must then fail.
+ * mincore() would not do: it only counts pages that are up to date, and a
+ * folio left by a refused fault never is.
+ */
+static inline long gmem_cached_pages(int fd, long off, long len)
+{
+	struct {
+		uint64_t off, len;
+	} range = { off, len };
+	struct {
+		uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+	} cs;
+
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0))
+		return -1;
+	return cs.nr_cache;
+}
+
 /* A debugfs counter's value, or -1 if it cannot be read. Mounts debugfs. */
 static inline long gmem_counter(const char *path)
 {
