@@ -23,6 +23,9 @@
 #                    on NO_DIRECT_MAP holes allocate and flush one page each
 #   no-vcpu-userfault stock tier, gmem_userfault_test, our kvm.ko whose vCPU
 #                    faults do not ask the userfault bitmap
+#   kvm-maps-ignore-userfault stock tier, gmem_userfault_test, our kvm.ko whose
+#                    pfn caches and kvm_vcpu_map() do not ask the userfault
+#                    bitmap (kvmclock allocates a page not restored yet)
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
@@ -136,7 +139,8 @@ must_fail() {
 
 mutants=("$@")
 [ $# -gt 0 ] || mutants=(debian-modules debian-boot no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
-			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault ndm-vcpu-one-page)
+			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault kvm-maps-ignore-userfault
+			 ndm-vcpu-one-page)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -260,6 +264,18 @@ gmem_ndm_test: "a nested guest.s VMCB on NO_DIRECT_MAP memory: .*" FAILED: NO_DI
 'gmem_userfault_test: "restore by exits" FAILED: page [0-9]+: round 2, exit gpa 0; want the userfault exit for it
 gmem_userfault_test: "anonymous memslot" FAILED: page 4: round 2, exit gpa 0; want the userfault exit for it' -- \
 			ONLY=gmem_userfault_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-vcpu-userfault-$kver"
+		;;
+	kvm-maps-ignore-userfault)
+		# Our kvm.ko's own mappings (kvmclock's pfn cache) take a page
+		# whose bit is set from guest_memfd, which allocates and zeroes
+		# it behind the VMM's back (issue 39, 1).
+		mutate kvm-maps-ignore-userfault virt/kvm/pfncache.c \
+			's/if \(!kvm_is_error_gpa\(gpc->gpa\) && kvm_is_userfault_memslot\(gpc->memslot\) &&/if (0 \&\&/' \
+			virt/kvm/guest_memfd.c \
+			's/(\/\* Not restored yet \(KVM_MEM_USERFAULT\): the caller exits instead. \*\/\n\t)if \(kvm_is_userfault_memslot\(slot\)\) \{/$1if (0) {/' || continue
+		must_fail kvm-maps-ignore-userfault stock ours \
+'gmem_userfault_test: "kvmclock on a page not restored yet" FAILED: kvmclock.s page 9 was allocated before it was restored' -- \
+			ONLY=gmem_userfault_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-kvm-maps-ignore-userfault-$kver"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

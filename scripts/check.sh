@@ -113,6 +113,7 @@ run_step "must fail: ours without NUMA placement" build/results/mutant-no-numa.l
 run_step "must fail: ours without attribute lookup" build/results/mutant-no-attr.log scripts/check-mutants.sh no-attr-lookup
 run_step "must fail: ours without write()" build/results/mutant-no-write-check.log scripts/check-mutants.sh no-write
 run_step "must fail: ours without vCPU userfault exits" build/results/mutant-no-vcpu-userfault.log scripts/check-mutants.sh no-vcpu-userfault
+run_step "must fail: KVM's mappings ignore userfault" build/results/mutant-kvm-maps-ignore-userfault.log scripts/check-mutants.sh kvm-maps-ignore-userfault
 run_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
 run_step "tier shim-boot (a Linux guest)" build/results/tier-shim-boot.log qemu/test-tier.sh shim-boot
 run_step "mm-shim exports: only kvm imports them" build/results/mm-shim-exports.log scripts/check-exports.sh
