@@ -19,7 +19,10 @@ file "$prog" 2>/dev/null | grep -q 'statically linked' ||
 
 results="$top/build/results/run"
 stage="$top/build/stage/run"
-rm -rf "$stage" "$results"
+# Nothing of an earlier run may be read as this one's: the share's exit
+# status and bench.csv would survive a run that dies before run-tier.sh
+# makes the share anew.
+rm -rf "$stage" "$results" "$top/build/share/run"
 mkdir -p "$stage" "$results"
 cp "$prog" "$stage/program.bin"
 # The guest runs this wrapper as a test: it streams the output to the
@@ -52,7 +55,8 @@ kill "$tailer" 2>/dev/null || true
 
 # run-tier.sh copies TAP and dmesg; the exit status stays in the share.
 exit_file="$top/build/share/run/results/program.exit"
-if grep -qE 'TIMED OUT|CRASHED|kernel log errors' "$results/summary.txt" 2>/dev/null ||
+if ! grep -q '^RESULT: ' "$results/summary.txt" 2>/dev/null ||
+   grep -qE 'TIMED OUT|CRASHED|kernel log errors' "$results/summary.txt" ||
    [ ! -f "$exit_file" ]; then
 	sed -n '/^- /p' "$results/summary.txt" 2>/dev/null >&2 || true
 	echo "error: the guest run failed (runner status $rc): see $results/serial.log and $results/run-tier.log" >&2

@@ -45,7 +45,7 @@ run_guest() {
 	local name=$1 rc=0 csv="$top/build/share/run/results/bench.csv"
 	shift
 	step "bench: guest run with $name modules ($reps reps)"
-	rm -f "$out/$name.csv"
+	rm -f "$out/$name.csv" "$csv"
 	env "$@" RUN_TIMEOUT=480 "$top/qemu/run-program.sh" "$bin" -r "$reps" -s "$scale" \
 		${BENCH_CASES:+-c "$BENCH_CASES"} > "$out/$name.log" 2>&1 || rc=$?
 	if [ -f "$csv" ] && grep -q '^meta,seconds,' "$csv"; then

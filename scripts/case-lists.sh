@@ -19,6 +19,12 @@ tier=${1:?usage: $0 [--merge] TIER [RESULTS_DIR]}
 results=${2:-$top/build/results/$tier}
 [ -f "$top/tests/expect/$tier" ] || die "no tests/expect/$tier"
 grep -q '^RESULT: ' "$results/summary.txt" 2>/dev/null || die "$results holds no finished run"
+# Only a run whose sole problems are the case lists' may rewrite them: the
+# cases of a program that crashed or failed would silently drop out.
+other=$(grep '^- ' "$results/summary.txt" |
+	grep -vE '^- [^ ]+: case ".*" (is not in [^ ]+\.cases \(new or renamed\?|of [^ ]+\.cases did not report \(gone or renamed\?\))' || true)
+[ -z "$other" ] || die "the run in $results has problems besides the case lists; fix them first:
+$other"
 out="$top/tests/expect/$tier.cases"
 ran=$(for f in "$results"/*.tap; do basename "$f" .tap; done)
 {
