@@ -1,7 +1,8 @@
 #!/bin/bash
 # Check the developer front ends end to end: make qemu-run hands back the
-# guest program's exit status (0 and 3), and make qemu-shell gives a working
-# root shell on a terminal (driven through tmux) that ends cleanly.
+# guest program's exit status (0 and 3), make bench runs to its end (small),
+# and make qemu-shell gives a working root shell on a terminal (driven
+# through tmux) that ends cleanly.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -26,6 +27,20 @@ for want in 0 3; do
 		fails=$((fails + 1))
 	fi
 done
+
+# make bench, as a new user runs it (its default rows, our modules and
+# Debian's, the Linux boot rows), small: it must run to its end, every row
+# it lists measured (bench.sh fails on a row not measured where it must be).
+rc=0
+log=build/results/bench-check.log
+make -s bench BENCH_REPS=1 BENCH_SCALE=0.25 > "$log" 2>&1 || rc=$?
+if [ "$rc" = 0 ] && [ -s build/results/bench/bench.csv ] &&
+   grep -q '^boot_to_init,gmem,' build/results/bench/bench.csv; then
+	step "ok: make bench (BENCH_REPS=1 BENCH_SCALE=0.25) ran to its end, boot rows included"
+else
+	step "FAIL: make bench (exit $rc; log: $log)"
+	fails=$((fails + 1))
+fi
 
 # qemu-shell through a pseudo-terminal.
 session=kvm-gmem-check-$$

@@ -123,7 +123,7 @@ run_step "must fail: pfn caches not on guest_memfd" build/results/mutant-ndm-no-
 run_step "must fail: ours without userfaultfd ops" build/results/mutant-no-uffd-ops.log scripts/check-mutants.sh no-uffd-ops
 run_step "must fail: a vCPU's NO_DIRECT_MAP fault page by page" build/results/mutant-ndm-vcpu-one-page.log scripts/check-mutants.sh ndm-vcpu-one-page
 run_step "tier arm64 (KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
-run_step "front ends: qemu-run, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
+run_step "front ends: qemu-run, bench, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
 run_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh
 # The tiers above have waited for what they needed; the series check may
 # still be running.

@@ -217,6 +217,18 @@ static int ndm_batch_param(const char *s)
 	return ret;
 }
 
+/* Write @s to the module parameter file @path. */
+static void write_param(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+
+	if (fd >= 0) {
+		if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+			fprintf(stderr, "# writing %s to %s: %s\n", s, path, strerror(errno));
+		close(fd);
+	}
+}
+
 /* Only the VM and the file, no mapping. KVM VM type: 0 or SW_PROTECTED. */
 static int region_file(struct region *r, enum mem mem, size_t len, char *why, size_t whylen)
 {
@@ -269,13 +281,36 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 		/* write() where offered: the population cases use it. */
 		gm.flags = want | (caps & GUEST_MEMFD_FLAG_WRITE);
 	} else {
+		/*
+		 * The seed's v7 ABI, in which a SW_PROTECTED VM's memory is
+		 * shared in place: one switch away from our default, and a VM
+		 * keeps the ABI it was created under. Switch it for this VM's
+		 * creation only, as gmem_abi_test does.
+		 */
+		static const char abi[] = "/sys/module/kvm/parameters/gmem_mainline_abi";
+		char was = 0;
+		int fd = open(abi, O_RDONLY);
+
+		if (fd >= 0) {
+			if (read(fd, &was, 1) != 1)
+				was = 0;
+			close(fd);
+		}
+		if (was == 'Y')
+			write_param(abi, "0");
 		types = kvm_cap(r->kvm, KVM_CAP_VM_TYPES);
-		if (kvm_cap(r->kvm, KVM_CAP_GMEM_SHARED_MEM) <= 0 ||
-		    !(types & (1 << KVM_X86_SW_PROTECTED_VM))) {
-			snprintf(why, whylen, "no KVM_CAP_GMEM_SHARED_MEM/SW_PROTECTED_VM");
+		r->vm = (types & (1 << KVM_X86_SW_PROTECTED_VM)) ?
+			ioctl(r->kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM) : -1;
+		if (was == 'Y')
+			write_param(abi, "1");
+		if (r->vm >= 0 && kvm_cap(r->vm, KVM_CAP_GMEM_SHARED_MEM) <= 0) {
+			close(r->vm);
+			r->vm = -1;
+		}
+		if (r->vm < 0) {
+			snprintf(why, whylen, "no KVM_CAP_GMEM_SHARED_MEM/SW_PROTECTED_VM, also with gmem_mainline_abi=0");
 			return RES_NA;
 		}
-		r->vm = ioctl(r->kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
 	}
 	if (r->vm < 0) {
 		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));

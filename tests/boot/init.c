@@ -15,7 +15,15 @@
  *                                            at the guest-physical address
  *                                            /proc/self/pagemap gives
  *   (port 0x502: 1, then "sleep 2", then 2: the VMM times it)
+ *   GMEMBOOT memory available_kib=A total_kib=T   the kernel's "Memory:"
+ *                                            line: what it saw of the e820
+ *   GMEMBOOT klog-error LINE                 each WARNING, BUG, Oops, panic,
+ *                                            KASAN... line of its kernel log
+ *   GMEMBOOT klog errors=N                   how many (each is an error)
+ *   GMEMBOOT done errors=N
  * Exit: outb(errors ? 1 : 0, 0x501).
+ * The VMM boots with printk.devkmsg=on: /dev/kmsg's default rate limit (10
+ * lines in 5 s) would drop reports silently.
  * Static, no libc beyond what -static links; run as root (ioperm, pagemap).
  */
 #include <errno.h>
@@ -28,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/io.h>
+#include <sys/klog.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
@@ -95,11 +104,60 @@ static uint64_t gpa_of(void *p)
 	return (entry & ((1ULL << 55) - 1)) * page + (uintptr_t)p % page;
 }
 
+/* Lines of a kernel log that mean something went wrong in the kernel. */
+static const char *const bad_klog[] = {
+	"WARNING:", "BUG:", "Oops", "Kernel panic", "KASAN", "UBSAN",
+	"general protection fault", "possible circular locking",
+	"possible recursive locking", "INFO: task", "rcu_sched detected stall",
+	"rcu: INFO:", "soft lockup", "hard LOCKUP", "Call Trace:",
+};
+
+/*
+ * Read the whole kernel log (klogctl: everything, whatever "quiet" kept
+ * off the console): report the "Memory:" line's counts, and each bad line
+ * as an error of its own.
+ */
+static void scan_klog(void)
+{
+	int size = klogctl(10, NULL, 0), n, bad = 0;	/* SYSLOG_ACTION_SIZE_BUFFER */
+	char *buf, *line, *save, *p;
+	long avail = -1, total = -1;
+
+	buf = size > 0 ? malloc(size + 1) : NULL;
+	n = buf ? klogctl(3, buf, size) : -1;		/* SYSLOG_ACTION_READ_ALL */
+	if (n < 0) {
+		report("klog read failed: %s\n", strerror(errno));
+		errors++;
+		free(buf);
+		return;
+	}
+	buf[n] = 0;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		/* Our own reports are in the log too. */
+		if (strstr(line, "GMEMBOOT"))
+			continue;
+		p = strstr(line, "Memory: ");
+		if (p && strstr(p, " available"))
+			sscanf(p, "Memory: %ldK/%ldK", &avail, &total);
+		for (size_t i = 0; i < sizeof(bad_klog) / sizeof(bad_klog[0]); i++) {
+			if (strstr(line, bad_klog[i])) {
+				report("klog-error %s\n", line);
+				bad++;
+				break;
+			}
+		}
+	}
+	report("memory available_kib=%ld total_kib=%ld\n", avail, total);
+	report("klog errors=%d\n", bad);
+	errors += bad;
+	free(buf);
+}
+
 int main(void)
 {
 	size_t fill = (size_t)FILL_MIB << 20, bad = 0;
 	struct timespec two = { .tv_sec = 2 }, t0, t1;
-	char buf[128], *marker;
+	char buf[128], cmdline[1024], *marker;
 	uint64_t *mem;
 	double uptime;
 
@@ -147,6 +205,16 @@ int main(void)
 	outb(1, TIME_PORT);
 	nanosleep(&two, NULL);
 	outb(2, TIME_PORT);
+	/* The scan's positive control: a WARNING line on request. */
+	first_line("/proc/cmdline", cmdline, sizeof(cmdline));
+	report("cmdline %s\n", cmdline);
+	if (strstr(cmdline, "gmemboot.fake_warning")) {
+		static const char fake[] = "<4>WARNING: CPU: 0 PID: 1 at init.c: gmemboot.fake_warning\n";
+
+		if (kmsg < 0 || write(kmsg, fake, sizeof(fake) - 1) < 0)
+			errors++;
+	}
+	scan_klog();
 	report("done errors=%d\n", errors);
 	outb(errors ? 1 : 0, EXIT_PORT);
 	/* The VMM ends the run at the exit port; in case it does not: */
