@@ -1420,8 +1420,14 @@ static void *stalled_write_thread(void *arg)
 	return NULL;
 }
 
-#define STALL_PAGES	48
-#define STALL_AT	39	/* the source page an unserved userfaultfd holds */
+/*
+ * write() faults its source in a batch (WRITE_BATCH pages) at a time, before
+ * it takes any folio of the batch: stalled in the second batch, it has the
+ * whole first one in the file, out of the direct map and flushed. (Stalled
+ * in the first, the file would be empty and the check prove nothing.)
+ */
+#define STALL_PAGES	(WRITE_BATCH + 8)
+#define STALL_AT	(WRITE_BATCH + 3)	/* the source page an unserved userfaultfd holds */
 
 /*
  * A write() stalled on its source (a page that an unserved userfaultfd
@@ -1500,7 +1506,11 @@ static int stalled_write_exposes_nothing(char *why, size_t whylen)
 			goto serve;
 		}
 	}
-	if (in_file && flushes < 1) {
+	if (r == KSFT_PASS && in_file != WRITE_BATCH) {
+		snprintf(why, whylen, "write() stalled at page %d with %ld pages in the file, want its first batch, %d",
+			 STALL_AT, in_file, WRITE_BATCH);
+		r = KSFT_FAIL;
+	} else if (r == KSFT_PASS && flushes < 1) {
 		snprintf(why, whylen, "write() stalled at page %d with %ld pages in the file and no TLB flush yet",
 			 STALL_AT, in_file);
 		r = KSFT_FAIL;

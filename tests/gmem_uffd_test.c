@@ -710,7 +710,7 @@ static int minor_on_allocated_page(char *why, size_t whylen)
 	if (r != KSFT_PASS)
 		goto out;
 	r = KSFT_FAIL;
-	if (fallocate(g.fd, 0, 2 * page, page)) {
+	if (fallocate(g.fd, FALLOC_FL_KEEP_SIZE, 2 * page, page)) {
 		snprintf(why, whylen, "fallocate(page 2): %s", strerror(errno));
 		goto out;
 	}
