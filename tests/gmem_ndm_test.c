@@ -1148,6 +1148,115 @@ static int vcpu_fault_takes_its_window(char *why, size_t whylen)
 	return KSFT_PASS;
 }
 
+/* Pages [@first, @first + @n) of the VM's memory private (1) or shared (0). */
+static bool set_private(struct vm *vm, int first, int n, bool private, char *why, size_t whylen)
+{
+	struct kvm_memory_attributes attrs = {
+		.address = (uint64_t)first * page,
+		.size = (uint64_t)n * page,
+		.attributes = private ? KVM_MEMORY_ATTRIBUTE_PRIVATE : 0,
+	};
+
+	if (!ioctl(vm->vm, KVM_SET_MEMORY_ATTRIBUTES, &attrs))
+		return true;
+	snprintf(why, whylen, "KVM_SET_MEMORY_ATTRIBUTES(pages %d-%d): %s", first, first + n - 1,
+		 strerror(errno));
+	return false;
+}
+
+/*
+ * The vCPU window in a SW_PROTECTED VM (issue 39, 6): private memory on a
+ * NO_DIRECT_MAP guest_memfd (not mappable, all private), shared memory from
+ * the memslot's userspace_addr (anonymous memory with the guest's code).
+ * Pages 4-15 are private but page 6. A round over pages 4-5: the fault on
+ * page 4 takes pages 4-5 only (the window ends where the kind changes: a
+ * shared page has no business in the file) and maps page 5 as private, so
+ * the round is one fault. A round over pages 7-15: one window of 9 private
+ * pages, one fault. Before the fix the window took all of 4-15 and faulted
+ * the neighbours as shared, each failing the private/shared check (and
+ * writing a memory-fault record for a gfn the guest never touched), so
+ * every page was a fault of its own.
+ */
+static int vcpu_window_private(char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	long p0, in_file[2], faults[2];
+	uint8_t *shared = MAP_FAILED;
+	int r = need_flag_and_probe(why, whylen), s;
+	struct kvm_userspace_memory_region2 region = {
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.memory_size = MEM_SIZE,
+	};
+
+	if (r != KSFT_PASS)
+		return r;
+	r = KSFT_FAIL;
+	vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	vm.vm = vm.kvm < 0 ? -1 : ioctl(vm.kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	if (vm.vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(SW_PROTECTED): %s", strerror(errno));
+		goto out;
+	}
+	vm.gmem = gmem_create(vm.vm, MEM_SIZE, NDM);
+	if (vm.gmem < 0) {
+		snprintf(why, whylen, "a NO_DIRECT_MAP guest_memfd of a SW_PROTECTED VM: %s",
+			 strerror(-vm.gmem));
+		goto out;
+	}
+	shared = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED)
+		goto out;
+	memcpy(shared + CODE_GPA, guest_code, sizeof(guest_code));
+	vm.mem = shared;	/* the rounds' parameters: shared memory */
+	region.userspace_addr = (uintptr_t)shared;
+	region.guest_memfd = vm.gmem;
+	if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+		goto out;
+	}
+	if (!set_private(&vm, 4, 12, true, why, whylen) ||
+	    !set_private(&vm, 6, 1, false, why, whylen))
+		goto out;
+	if (vm_create_vcpu(&vm, why, whylen) != KSFT_PASS ||
+	    vcpu_real_mode_at_code(vm.vcpu, why, whylen) != KSFT_PASS)
+		goto out;
+	/* The code and parameter pages (shared) mapped first. */
+	s = guest_round_at(&vm, PARAM_GPA + 0x100, 16, 0, 0, NULL, why, whylen);
+	if (s != STATUS_MATCH)
+		goto bad_round;
+	for (int i = 0; i < 2; i++) {
+		int first = i ? 7 : 4, n = i ? 9 : 2;
+
+		p0 = vm_pf_taken(vm.vm);
+		s = guest_round_at(&vm, first * page, n * page, 0, 0, NULL, why, whylen);
+		if (s != STATUS_MATCH)
+			goto bad_round;
+		faults[i] = vm_pf_taken(vm.vm) - p0;
+		in_file[i] = gmem_cached_pages(vm.gmem, 0, MEM_SIZE);
+		if (p0 < 0) {
+			snprintf(why, whylen, "no pf_taken counter in debugfs");
+			goto out;
+		}
+	}
+	if (in_file[0] != 2 || faults[0] != 1 || in_file[1] != 11 || faults[1] != 1) {
+		snprintf(why, whylen, "private pages 4-5 (6 shared): %ld pages in the file, %ld faults, want 2 and 1; then 7-15: %ld in the file, %ld faults, want 11 and 1",
+			 in_file[0], faults[0], in_file[1], faults[1]);
+		goto out;
+	}
+	snprintf(why, whylen, "2 + 9 private pages, one fault each run");
+	r = KSFT_PASS;
+	goto out;
+bad_round:
+	if (s >= 0)
+		snprintf(why, whylen, "the guest's round reported %d", s);
+out:
+	vm.mem = NULL;
+	if (shared != MAP_FAILED)
+		munmap(shared, MEM_SIZE);
+	vm_teardown(&vm);
+	return r;
+}
+
 /*
  * Nothing is allocated that an operation does not use, and all of it comes
  * back when the file is closed: a touch of a one-page file takes one page
@@ -1201,7 +1310,17 @@ static int nothing_allocated_ahead(char *why, size_t whylen)
 	}
 
 	big = gmem_create(vm, BIG_PAGES * page, SHARED | NDM);
-	map = big < 0 ? MAP_FAILED : gmem_map(big, BIG_PAGES * page);
+	/*
+	 * At the start of a page table: the window stops at the end of the
+	 * fault's page table, so wherever mmap() put the file the count would
+	 * depend on the address (seen: 9 pages, mapped 503 PTEs into a table).
+	 */
+	map = big < 0 ? MAP_FAILED : mmap(NULL, BIG_PAGES * page + (2UL << 20), PROT_NONE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map != MAP_FAILED)
+		map = mmap((void *)(((uintptr_t)map + (2UL << 20) - 1) & ~((2UL << 20) - 1)),
+			   BIG_PAGES * page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			   big, 0);
 	if (map == MAP_FAILED) {
 		snprintf(why, whylen, "the %d-page file: %s", BIG_PAGES,
 			 strerror(big < 0 ? -big : errno));
@@ -1671,6 +1790,7 @@ static int unload_restores_every_page(char *why, size_t whylen)
 }
 
 static const struct gmem_case cases[] = {
+	{ "SW_PROTECTED: a vCPU's window holds pages of its fault's kind, mapped as private", vcpu_window_private },
 	{ "the flag is offered where it works and EINVAL where it is not", flag_offered_or_einval },
 	{ "a faulted page is out of the direct map on every CPU; a plain one is in it",
 	  faulted_page_leaves_direct_map },
