@@ -948,6 +948,7 @@ static long pages_off_node(int node, long *resident)
 /* NO_DIRECT_MAP's work so far: kvm.ko's counters and the kernel's splits. */
 struct ndm_cost {
 	long folios, flushes, splits_2m, splits_1g;
+	long directmap_2m_kib, directmap_1g_kib;	/* /proc/meminfo */
 };
 
 static struct ndm_cost ndm_before;
@@ -970,6 +971,41 @@ static long vmstat(const char *name)
 	return v;
 }
 
+/* A /proc/meminfo value of this (the VMM's) kernel in KiB, -1 if absent. */
+static long host_meminfo(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long v = -1;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, strlen(key))) {
+			v = atol(line + strlen(key));
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/*
+ * Direct map splits since @b: the vmstat counters where the kernel has them
+ * (CONFIG_VM_EVENT_COUNTERS), else what left the 2 MiB and 1 GiB mappings
+ * (/proc/meminfo's DirectMap2M/1G: x86 never merges them back); -1 if
+ * neither can be read.
+ */
+static long direct_map_splits(const struct ndm_cost *b, const struct ndm_cost *a)
+{
+	if (b->splits_2m >= 0 && a->splits_2m >= 0 && b->splits_1g >= 0 && a->splits_1g >= 0)
+		return a->splits_2m - b->splits_2m + a->splits_1g - b->splits_1g;
+	if (b->directmap_2m_kib < 0 || a->directmap_2m_kib < 0)
+		return -1;
+	return (b->directmap_2m_kib - a->directmap_2m_kib) / 2048 +
+	       (b->directmap_1g_kib > a->directmap_1g_kib ?
+		(b->directmap_1g_kib - a->directmap_1g_kib) / (1024 * 1024) : 0);
+}
+
 static struct ndm_cost ndm_costs(void)
 {
 	return (struct ndm_cost){
@@ -977,6 +1013,8 @@ static struct ndm_cost ndm_costs(void)
 		.flushes = gmem_counter(GMEM_DEBUGFS "/kvm/gmem_ndm_flushes"),
 		.splits_2m = vmstat("direct_map_level2_splits"),
 		.splits_1g = vmstat("direct_map_level3_splits"),
+		.directmap_2m_kib = host_meminfo("DirectMap2M:"),
+		.directmap_1g_kib = host_meminfo("DirectMap1G:"),
 	};
 }
 
@@ -1114,9 +1152,9 @@ int main(int argc, char **argv)
 		struct ndm_cost after = ndm_costs();
 
 		/* What NO_DIRECT_MAP cost this boot (README: No direct map). */
-		printf("# no direct map: %ld pages taken out, %ld kernel TLB flushes, %ld 2M and %ld 1G direct map splits\n",
+		printf("# no direct map: %ld pages taken out, %ld kernel TLB flushes, %ld direct map splits\n",
 		       after.folios - ndm_before.folios, after.flushes - ndm_before.flushes,
-		       after.splits_2m - ndm_before.splits_2m, after.splits_1g - ndm_before.splits_1g);
+		       direct_map_splits(&ndm_before, &after));
 	}
 	/*
 	 * The kernel saw the RAM of the e820 map (its "Memory: A/T available"
@@ -1180,16 +1218,20 @@ int main(int argc, char **argv)
 	if (ndm) {
 		struct ndm_cost after = ndm_costs();
 		long out = after.folios - ndm_before.folios, flushes = after.flushes - ndm_before.flushes;
-		long splits = after.splits_2m - ndm_before.splits_2m +
-			      after.splits_1g - ndm_before.splits_1g;
+		long splits = direct_map_splits(&ndm_before, &after);
 
 		/*
 		 * The guest touched at least its 64 MiB fill; the 16-page windows
-		 * flush once per window at most; the direct map is not split.
+		 * flush once per window at most, and a Linux boot's first touches
+		 * fill a window 6.7 pages deep on average (32,699 pages, 4,870
+		 * flushes, 2026-12-06): a lost window (a flush per page) is 4
+		 * times over the bound. Each 2 MiB region of the direct map that
+		 * holds a page taken out is split: at least pages / 512 splits
+		 * (63 for 32,715 pages), at most twice that here.
 		 */
-		ksft_test_result(after.folios >= 0 && after.flushes >= 0 && after.splits_2m >= 0 &&
-				 out >= 16384 && flushes <= out / 8 && splits == 0,
-				 "NO_DIRECT_MAP: %ld pages out of the direct map (>= 16384), %ld flushes (<= pages / 8), %ld splits (0)\n",
+		ksft_test_result(after.folios >= 0 && after.flushes >= 0 && splits >= 0 &&
+				 out >= 16384 && flushes <= out / 4 && splits <= out / 256 + 8,
+				 "NO_DIRECT_MAP: %ld pages out of the direct map (>= 16384), %ld flushes (<= pages / 4), %ld direct map splits (<= pages / 256 + 8)\n",
 				 out, flushes, splits);
 	}
 	if (use_write)
