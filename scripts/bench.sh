@@ -282,7 +282,11 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 			return
 		}
 		if (q == "") { printf "  %-44s MISSED (not measured: %s)\n", what, $5 == "" ? "no result" : $5; return }
-		printf "  %-44s %.3f (<= %.2f) %s\n", what, q, lim, q <= lim ? "met" : "MISSED"
+		# The verdict by the median, with the interval of the rounds next
+		# to it: one that straddles the target decides nothing.
+		printf "  %-44s %.3f [%.2f-%.2f] (<= %.2f) %s%s\n", what, q, $10, $11, lim,
+		       q <= lim ? "met" : "MISSED",
+		       ($10 <= lim && $11 > lim) ? sprintf(" (undecided: the interval of %d rounds straddles the target)", $8) : ""
 	}
 	$1 ~ /^fault_/ && $2 == "gmem" { chk("guest_memfd first-touch fault vs memfd, " substr($1, 7), $9, 1.05) }
 	$1 == "vcpu_first" && $2 ~ /^gmem/ { chk("vCPU first touch, " $2 " vs anon", $9, 1.10) }
