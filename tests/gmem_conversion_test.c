@@ -1304,19 +1304,6 @@ static void *convert_page_6(void *arg)
 	return NULL;
 }
 
-#define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
-
-static int set_kvmclock(struct vm *vm, uint64_t gpa)
-{
-	struct {
-		struct kvm_msrs hdr;
-		struct kvm_msr_entry entry;
-	} msr = { .hdr.nmsrs = 1,
-		  .entry = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = gpa | 1 } };
-
-	return ioctl(vm->vcpu, KVM_SET_MSRS, &msr) == 1 ? 0 : -errno;
-}
-
 /*
  * A conversion waiting for a transient reference must not hold off the rest
  * of the VM (issue 39, 5): while it waits for a pipe to drain (DRAIN_MS) on
@@ -1345,7 +1332,7 @@ static int wait_does_not_stall_vm(char *why, size_t whylen)
 	if (r != KSFT_PASS)
 		goto out;
 	r = KSFT_FAIL;
-	e = set_kvmclock(&vm, 10 * page);
+	e = gmem_set_kvmclock(&vm, 10 * page);
 	if (e) {
 		snprintf(why, whylen, "kvmclock on page 10: %s", strerror(-e));
 		goto out;
@@ -1361,7 +1348,7 @@ static int wait_does_not_stall_vm(char *why, size_t whylen)
 	usleep(STALL_DRAIN_MS * 1000 / 4);
 
 	t0 = gmem_now();
-	e = set_kvmclock(&vm, 11 * page);
+	e = gmem_set_kvmclock(&vm, 11 * page);
 	msr_ms = (gmem_now() - t0) * 1000;
 	other.userspace_addr = (uintptr_t)vm.other;
 	t0 = gmem_now();

@@ -535,8 +535,6 @@ static const struct {
 	{ "NO_DIRECT_MAP", SHARED | GUEST_MEMFD_FLAG_WRITE | NDM },
 };
 
-/* kvmclock (MSR_KVM_SYSTEM_TIME_NEW): KVM writes it through a pfn cache. */
-#define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
 #define CLOCK_GPA		0x5000
 
 /* struct pvclock_vcpu_time_info, as KVM writes it at CLOCK_GPA. */

@@ -63,6 +63,22 @@ static int uffd_register(int uffd, volatile void *p, size_t len, __u64 mode, __u
 	return 0;
 }
 
+/* A userfaultfd with [@p, @p + @len) registered in @mode: the fd, or -1 with @why. */
+static int uffd_open_on(volatile void *p, size_t len, __u64 mode, const char *what,
+			char *why, size_t whylen)
+{
+	int uffd = uffd_open(why, whylen), e;
+
+	if (uffd < 0)
+		return -1;
+	e = uffd_register(uffd, p, len, mode, NULL);
+	if (!e)
+		return uffd;
+	snprintf(why, whylen, "UFFDIO_REGISTER(%s): %s", what, strerror(-e));
+	close(uffd);
+	return -1;
+}
+
 static int uffd_copy(int uffd, volatile void *dst, const void *src, size_t len)
 {
 	struct uffdio_copy c = {
@@ -141,6 +157,16 @@ struct restore {
 	volatile int stop;
 	char err[256];
 };
+
+/* Close and free what a restore holds (@rs may be NULL). */
+static void restore_free(struct restore *rs)
+{
+	if (rs && rs->uffd > 0)
+		close(rs->uffd);
+	if (rs)
+		free(rs->snapshot);
+	free(rs);
+}
 
 /* Serve fault events until told to stop: COPY from the snapshot or CONTINUE. */
 static void *restore_handler(void *arg)
@@ -511,12 +537,8 @@ out:
 		rs->stop = 1;
 		pthread_join(handler, NULL);
 	}
-	if (rs && rs->uffd > 0)
-		close(rs->uffd);
+	restore_free(rs);
 	vm_teardown(&vm);
-	if (rs)
-		free(rs->snapshot);
-	free(rs);
 	return r;
 }
 
@@ -718,13 +740,9 @@ static int minor_on_allocated_page(char *why, size_t whylen)
 		snprintf(why, whylen, "fallocate() left no page 2 in the file");
 		goto out;
 	}
-	uffd = uffd_open(why, whylen);
+	uffd = uffd_open_on(g.map, NPAGES * page, UFFDIO_REGISTER_MODE_MINOR, "MINOR", why, whylen);
 	if (uffd < 0)
 		goto out;
-	if (uffd_register(uffd, g.map, NPAGES * page, UFFDIO_REGISTER_MODE_MINOR, NULL)) {
-		snprintf(why, whylen, "UFFDIO_REGISTER(MINOR): %s", strerror(errno));
-		goto out;
-	}
 	w.p = g.map + 2 * page;
 	pthread_create(&t, NULL, read_page, &w);
 	thread = true;
@@ -924,10 +942,7 @@ out:
 	return r;
 }
 
-/* kvmclock (MSR_KVM_SYSTEM_TIME_NEW): KVM writes it through a pfn cache. */
-#define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
-#define CLOCK_PAGE		9
-#define PVCLOCK_SIZE		32
+#define CLOCK_PAGE		9	/* kvmclock's page: a hole until restored */
 
 /*
  * KVM's own mapping of a page not restored yet (issue 39, 1), for
@@ -943,16 +958,10 @@ static int kvmclock_restore(bool ndm, char *why, size_t whylen)
 					 (ndm ? GUEST_MEMFD_FLAG_NO_DIRECT_MAP : 0);
 	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
 	struct restore *rs = calloc(1, sizeof(*rs));
-	struct {
-		struct kvm_msrs hdr;
-		struct kvm_msr_entry entry;
-	} msr = { .hdr.nmsrs = 1,
-		  .entry = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = CLOCK_PAGE * 0x1000 | 1 } };
 	uint8_t *zeroes = calloc(1, page);
 	bool thread = false;
 	pthread_t handler;
-	uint32_t version, mul;
-	int r;
+	int r, e;
 
 	r = need_uffd(why, whylen);
 	if (r != KSFT_PASS || !rs || !zeroes)
@@ -975,17 +984,15 @@ static int kvmclock_restore(bool ndm, char *why, size_t whylen)
 		goto out;
 	snapshot_page(rs->snapshot + CLOCK_PAGE * page, CLOCK_PAGE);
 	rs->map = vm.mem;
-	rs->uffd = uffd_open(why, whylen);
+	rs->uffd = uffd_open_on(vm.mem, MEM_SIZE, UFFDIO_REGISTER_MODE_MISSING, "MISSING", why,
+				whylen);
 	if (rs->uffd < 0)
 		goto out;
-	if (uffd_register(rs->uffd, vm.mem, MEM_SIZE, UFFDIO_REGISTER_MODE_MISSING, NULL)) {
-		snprintf(why, whylen, "UFFDIO_REGISTER(MISSING): %s", strerror(errno));
-		goto out;
-	}
 	pthread_create(&handler, NULL, restore_handler, rs);
 	thread = true;
-	if (ioctl(vm.vcpu, KVM_SET_MSRS, &msr) != 1) {
-		snprintf(why, whylen, "KVM_SET_MSRS(MSR_KVM_SYSTEM_TIME_NEW): %s", strerror(errno));
+	e = gmem_set_kvmclock(&vm, CLOCK_PAGE * page);
+	if (e) {
+		snprintf(why, whylen, "KVM_SET_MSRS(MSR_KVM_SYSTEM_TIME_NEW): %s", strerror(-e));
 		goto out;
 	}
 	if (guest_round(&vm, 0, 0, why, whylen) != STATUS_MATCH) {
@@ -1006,31 +1013,17 @@ static int kvmclock_restore(bool ndm, char *why, size_t whylen)
 			 rs->served[CLOCK_PAGE], rs->events);
 		goto out;
 	}
-	memcpy(&version, (void *)(vm.mem + CLOCK_PAGE * page), 4);
-	memcpy(&mul, (void *)(vm.mem + CLOCK_PAGE * page + 24), 4);
-	if (!version || (version & 1) || !mul) {
-		snprintf(why, whylen, "kvmclock not written (version %u, mul %u)", version, mul);
+	if (!gmem_kvmclock_over(vm.mem + CLOCK_PAGE * page, rs->snapshot + CLOCK_PAGE * page,
+				page, why, whylen))
 		goto out;
-	}
-	for (long i = PVCLOCK_SIZE; i < page; i++) {
-		if (vm.mem[CLOCK_PAGE * page + i] != rs->snapshot[CLOCK_PAGE * page + i]) {
-			snprintf(why, whylen, "byte %ld of kvmclock's page is not the snapshot's", i);
-			goto out;
-		}
-	}
-	snprintf(why, whylen, "one event, kvmclock version %u over the snapshot", version);
 	r = KSFT_PASS;
 out:
 	if (thread) {
 		rs->stop = 1;
 		pthread_join(handler, NULL);
 	}
-	if (rs && rs->uffd > 0)
-		close(rs->uffd);
+	restore_free(rs);
 	vm_teardown(&vm);
-	if (rs)
-		free(rs->snapshot);
-	free(rs);
 	free(zeroes);
 	return r;
 }
@@ -1071,13 +1064,10 @@ static int second_mapping_no_window(char *why, size_t whylen)
 	if (r != KSFT_PASS)
 		goto out;
 	r = KSFT_FAIL;
-	uffd = uffd_open(why, whylen);
+	uffd = uffd_open_on(g.map, NPAGES * page, UFFDIO_REGISTER_MODE_MISSING, "MISSING", why,
+			    whylen);
 	if (uffd < 0)
 		goto out;
-	if (uffd_register(uffd, g.map, NPAGES * page, UFFDIO_REGISTER_MODE_MISSING, NULL)) {
-		snprintf(why, whylen, "UFFDIO_REGISTER(MISSING): %s", strerror(errno));
-		goto out;
-	}
 	second = mmap(NULL, NPAGES * page, PROT_READ | PROT_WRITE, MAP_SHARED, g.fd, 0);
 	if (second == MAP_FAILED) {
 		snprintf(why, whylen, "a second mapping: %s", strerror(errno));

@@ -371,24 +371,7 @@ out:
 	return r;
 }
 
-/* kvmclock (MSR_KVM_SYSTEM_TIME_NEW): KVM writes it through a pfn cache. */
-#define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
 #define CLOCK_PAGE		9	/* armed, not a page the guest checks */
-#define PVCLOCK_SIZE		32
-
-static int set_kvmclock(struct vm *vm, uint64_t gpa, char *why, size_t whylen)
-{
-	struct {
-		struct kvm_msrs hdr;
-		struct kvm_msr_entry entry;
-	} msr = { .hdr.nmsrs = 1,
-		  .entry = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = gpa | 1 } };
-
-	if (ioctl(vm->vcpu, KVM_SET_MSRS, &msr) == 1)
-		return 0;
-	snprintf(why, whylen, "KVM_SET_MSRS(MSR_KVM_SYSTEM_TIME_NEW): %s", strerror(errno));
-	return -1;
-}
 
 /*
  * KVM's own mapping of a page not restored yet (issue 39, 1): kvmclock
@@ -403,12 +386,11 @@ static int kvmclock_not_restored(char *why, size_t whylen)
 {
 	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
 	unsigned long bitmap = 1UL << CLOCK_PAGE;
-	uint8_t *buf = malloc(page), *want = malloc(page);
-	uint32_t version, mul;
+	uint8_t *want = malloc(page);
 	uint64_t gpa = 0;
-	int r = need_userfault(why, whylen), s;
+	int r = need_userfault(why, whylen), s, e;
 
-	if (r != KSFT_PASS || !buf || !want)
+	if (r != KSFT_PASS || !want)
 		goto out;
 	r = vm_with_written_code(&vm, FLAGS, guest_code, sizeof(guest_code), why, whylen);
 	if (r != KSFT_PASS)
@@ -418,8 +400,11 @@ static int kvmclock_not_restored(char *why, size_t whylen)
 		snprintf(why, whylen, "setting KVM_MEM_USERFAULT: %s", strerror(errno));
 		goto out;
 	}
-	if (set_kvmclock(&vm, CLOCK_PAGE * page, why, whylen))
+	e = gmem_set_kvmclock(&vm, CLOCK_PAGE * page);
+	if (e) {
+		snprintf(why, whylen, "KVM_SET_MSRS(MSR_KVM_SYSTEM_TIME_NEW): %s", strerror(-e));
 		goto out;
+	}
 	if (resident(&vm, CLOCK_PAGE)) {
 		snprintf(why, whylen, "kvmclock's page %d was allocated before it was restored",
 			 CLOCK_PAGE);
@@ -446,26 +431,11 @@ static int kvmclock_not_restored(char *why, size_t whylen)
 	if (!round_is(&vm, DATA_GPA / page, 0, 0, STATUS_MATCH, why, whylen))
 		goto out;
 	/* guest_memfd has no read(): through the VMM's mapping. */
-	memcpy(buf, (void *)(vm.mem + CLOCK_PAGE * page), page);
-	memcpy(&version, buf, 4);
-	memcpy(&mul, buf + 24, 4);
-	if (!version || (version & 1) || !mul) {
-		snprintf(why, whylen, "kvmclock not written after the restore (version %u, mul %u)",
-			 version, mul);
+	if (!gmem_kvmclock_over(vm.mem + CLOCK_PAGE * page, want, page, why, whylen))
 		goto out;
-	}
-	for (long i = PVCLOCK_SIZE; i < page; i++) {
-		if (buf[i] != want[i]) {
-			snprintf(why, whylen, "byte %ld of kvmclock's page is %#x, the snapshot's %#x",
-				 i, buf[i], want[i]);
-			goto out;
-		}
-	}
-	snprintf(why, whylen, "one exit, kvmclock version %u over the snapshot", version);
 	r = KSFT_PASS;
 out:
 	vm_teardown(&vm);
-	free(buf);
 	free(want);
 	return r;
 }

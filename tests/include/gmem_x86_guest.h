@@ -143,6 +143,49 @@ static inline const char *exit_name(unsigned int reason)
 
 #define ROUND_USERFAULT	(-2)	/* the round exited for a KVM_MEM_USERFAULT page */
 
+/* kvmclock (MSR_KVM_SYSTEM_TIME_NEW): KVM writes it through a pfn cache. */
+#define MSR_KVM_SYSTEM_TIME_NEW	0x4b564d01
+#define PVCLOCK_SIZE		32	/* struct pvclock_vcpu_time_info */
+
+/* Place the vCPU's kvmclock at @gpa (enabled): 0, or -errno. */
+static inline int gmem_set_kvmclock(struct vm *vm, uint64_t gpa)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry entry;
+	} msr = { .hdr.nmsrs = 1,
+		  .entry = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = gpa | 1 } };
+
+	return ioctl(vm->vcpu, KVM_SET_MSRS, &msr) == 1 ? 0 : -errno;
+}
+
+/*
+ * The page @pg holds a kvmclock that KVM wrote (a stable, even version and a
+ * multiplier) over @snapshot, which the rest of the page still is: true, or
+ * false with @why.
+ */
+static inline bool gmem_kvmclock_over(const volatile uint8_t *pg, const uint8_t *snapshot,
+				      long len, char *why, size_t whylen)
+{
+	uint32_t version, mul;
+
+	memcpy(&version, (const void *)pg, 4);
+	memcpy(&mul, (const void *)(pg + 24), 4);
+	if (!version || (version & 1) || !mul) {
+		snprintf(why, whylen, "kvmclock not written (version %u, mul %u)", version, mul);
+		return false;
+	}
+	for (long i = PVCLOCK_SIZE; i < len; i++) {
+		if (pg[i] != snapshot[i]) {
+			snprintf(why, whylen, "byte %ld of kvmclock's page is %#x, the snapshot's %#x",
+				 i, pg[i], snapshot[i]);
+			return false;
+		}
+	}
+	snprintf(why, whylen, "kvmclock version %u over the snapshot", version);
+	return true;
+}
+
 /*
  * One guest round over @len bytes from @start: set the parameters, run
  * until the guest's OUT, return the status it reported (STATUS_*) or -1
