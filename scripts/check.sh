@@ -99,6 +99,8 @@ run_step "selftests + tests" build/results/selftests.log make -s selftests
 run_step "tier stock (our modules)" build/results/tier-stock.log qemu/test-tier.sh stock
 run_step "tier stock-boot (a Linux guest)" build/results/tier-stock-boot.log qemu/test-tier.sh stock-boot
 run_step "README ABI table = gmem_abi_test's cases" build/results/abi-table.log scripts/abi-table.sh --check
+# Every Markdown link resolves (anchors, files), no network.
+run_step "Markdown links resolve" build/results/links.log scripts/check-links.sh
 run_step "tier debian (Debian's modules)" build/results/tier-debian.log qemu/test-tier.sh debian
 # Only a real run of both can be compared.
 if [ -f build/results/stock/summary.txt ] && [ -f build/results/debian/summary.txt ]; then
