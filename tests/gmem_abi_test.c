@@ -88,10 +88,6 @@ static int touch(volatile char *p)
 	return *p;
 }
 
-#ifndef __NR_cachestat
-#define __NR_cachestat 451
-#endif
-
 /*
  * How many pages @fd has in its page cache, up to date or not: cachestat()
  * (Linux 6.5; both test kernels have it), -1 without
@@ -101,12 +97,7 @@ static int touch(volatile char *p)
  */
 static long cached_pages(int fd)
 {
-	struct cachestat_range range = { 0, NPAGES * page };
-	struct cachestat cs;
-
-	if (syscall(__NR_cachestat, fd, &range, &cs, 0))
-		return -1;
-	return cs.nr_cache;
+	return gmem_cached_pages(fd, 0, NPAGES * page);
 }
 
 static long long file_blocks(int fd)

@@ -38,10 +38,6 @@
 #define NPAGES		16
 #define PRIVATE		KVM_MEMORY_ATTRIBUTE_PRIVATE
 
-#ifndef __NR_cachestat
-#define __NR_cachestat 451
-#endif
-
 static long page;
 static int kvm_fd;
 /* Does this kernel wait for transient references (mm-shim)? */
@@ -206,12 +202,7 @@ static int convert_mixed_range(char *why, size_t whylen)
 /* How many pages of @fd are in its page cache: cachestat(), -1 without it. */
 static long cached_pages(int fd, size_t size)
 {
-	struct cachestat_range range = { 0, size };
-	struct cachestat cs;
-
-	if (syscall(__NR_cachestat, fd, &range, &cs, 0))
-		return -1;
-	return cs.nr_cache;
+	return gmem_cached_pages(fd, 0, size);
 }
 
 /*

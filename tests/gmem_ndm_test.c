@@ -611,12 +611,7 @@ static int vcpu_rounds_with_kvmclock(unsigned long long flags, bool punch,
 {
 	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
 	uint8_t data[DATA_LEN];
-	struct {
-		struct kvm_msrs hdr;
-		struct kvm_msr_entry entry;
-	} msr = { .hdr.nmsrs = 1,
-		  .entry = { .index = MSR_KVM_SYSTEM_TIME_NEW, .data = CLOCK_GPA | 1 } };
-	int r;
+	int r, e;
 
 	r = vm_with_written_code_at(&vm, flags, guest_code, sizeof(guest_code), punch,
 				    why, whylen);
@@ -629,8 +624,9 @@ static int vcpu_rounds_with_kvmclock(unsigned long long flags, bool punch,
 		r = KSFT_FAIL;
 		goto out;
 	}
-	if (ioctl(vm.vcpu, KVM_SET_MSRS, &msr) != 1) {
-		snprintf(why, whylen, "KVM_SET_MSRS(MSR_KVM_SYSTEM_TIME_NEW): %s", strerror(errno));
+	e = gmem_set_kvmclock(&vm, CLOCK_GPA);
+	if (e) {
+		snprintf(why, whylen, "KVM_SET_MSRS(MSR_KVM_SYSTEM_TIME_NEW): %s", strerror(-e));
 		r = KSFT_FAIL;
 		goto out;
 	}
