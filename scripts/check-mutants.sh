@@ -247,7 +247,7 @@ gmem_ndm_test: "a nested guest.s VMCB on NO_DIRECT_MAP memory: .*" FAILED: NO_DI
 		;;
 	ndm-vcpu-one-page)
 		# A vCPU's fault on a NO_DIRECT_MAP hole takes its page alone
-		# out of the direct map, as before KVM patch 0028: one flush
+		# out of the direct map, as before KVM patches 0028-0029: one flush
 		# and one fault per page the guest touches.
 		mutate ndm-vcpu-one-page virt/kvm/guest_memfd.c \
 			's/(\tif \(nr_around\)\n\t\tend = kvm_gmem_vcpu_fault_end\(slot, inode, index\);\n)/\tif (0)\n\t\tend = kvm_gmem_vcpu_fault_end(slot, inode, index);\n/' || continue
@@ -273,9 +273,7 @@ gmem_userfault_test: "bad input" FAILED: KVM_PRE_FAULT_MEMORY of an armed page: 
 		# whose bit is set from guest_memfd, which allocates and zeroes
 		# it behind the VMM's back (issue 39, 1).
 		mutate kvm-maps-ignore-userfault virt/kvm/pfncache.c \
-			's/if \(!kvm_is_error_gpa\(gpc->gpa\) && kvm_is_userfault_memslot\(gpc->memslot\) &&/if (0 \&\&/' \
-			virt/kvm/guest_memfd.c \
-			's/(\/\* Not restored yet \(KVM_MEM_USERFAULT\): the caller exits instead. \*\/\n\t)if \(kvm_is_userfault_memslot\(slot\)\) \{/$1if (0) {/' || continue
+			's/if \(!kvm_is_error_gpa\(gpc->gpa\) && kvm_is_userfault_memslot\(gpc->memslot\) &&/if (0 \&\&/' || continue
 		must_fail kvm-maps-ignore-userfault stock ours \
 'gmem_userfault_test: "kvmclock on a page not restored yet" FAILED: kvmclock.s page 9 was allocated before it was restored' -- \
 			ONLY=gmem_userfault_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-kvm-maps-ignore-userfault-$kver"

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 
 #include "gmem_test.h"
@@ -378,6 +379,165 @@ static int freed_pages_return_to_direct_map(char *why, size_t whylen)
 	return all_present(pfn, NPAGES, "after close", why, whylen) ? KSFT_PASS : KSFT_FAIL;
 out:
 	gfile_close(&g);
+	return r;
+}
+
+#define COOKIE		0x6b766d2d676d656dULL	/* "kvm-gmem" */
+
+/*
+ * A page goes back to the direct map cleared: what the guest kept there
+ * never reaches the page's next owner (secretmem does the same). Every
+ * 64-bit word of every page holds the cookie; after the punch none may,
+ * read through the direct map at once (a page taken again meanwhile by
+ * someone else would only hide the old behaviour, never fake the new).
+ */
+static int freed_pages_are_cleared(char *why, size_t whylen)
+{
+	struct gmem_dmap_probe p;
+	uint64_t pfn[NPAGES];
+	struct gfile g;
+	int r, e;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM, NPAGES * page, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	for (long i = 0; i < NPAGES * page / 8; i++)
+		((volatile uint64_t *)g.map)[i] = COOKIE;
+	if (!all_absent(g.fd, 0, NPAGES * page, pfn, why, whylen)) {
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (fallocate(g.fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, NPAGES * page)) {
+		snprintf(why, whylen, "punch hole: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	for (int i = 0; i < NPAGES; i++) {
+		p = (struct gmem_dmap_probe){ .fd = -1, .pfn = pfn[i], .cookie = COOKIE };
+		e = ioctl(probe_fd, GMEM_DMAP_PROBE, &p) ? -errno : 0;
+		if (e || !p.present || p.cookie_words) {
+			snprintf(why, whylen, "punched page %d: %s, %u of its words still hold what the guest wrote",
+				 i, e ? strerror(-e) : p.present ? "back in the direct map" : "not in the direct map",
+				 p.cookie_words);
+			r = KSFT_FAIL;
+			goto out;
+		}
+	}
+out:
+	gfile_close(&g);
+	return r;
+}
+
+#define HWPOISON_INJECT	GMEM_DEBUGFS "/hwpoison/corrupt-pfn"
+
+/*
+ * Memory failure on a page out of the direct map (injected by pfn: GUP, and
+ * so MADV_HWPOISON, refuses such memory): the host's access SIGBUSes, and
+ * once the page leaves the file it stays out of the direct map, where
+ * set_mce_nospec() would have put it on real hardware; putting it back
+ * would let the kernel touch poisoned memory.
+ */
+static int poisoned_page_stays_out(char *why, size_t whylen)
+{
+	struct gmem_dmap_probe p;
+	char pfnstr[32];
+	uint64_t pfn = 0;
+	struct gfile g;
+	int r, e;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM, NPAGES * page, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	g.map[2 * page] = 1;
+	if ((e = probe(g.fd, 2 * page, &pfn, &p)) || !probe_says_absent(&p)) {
+		snprintf(why, whylen, "page 2 before the failure: %s", e ? strerror(-e) : "in the direct map");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	snprintf(pfnstr, sizeof(pfnstr), "%#llx", (unsigned long long)pfn);
+	/*
+	 * 6.12's memory_failure() logs guest_memfd's MF_DELAYED as "Failed to
+	 * punch page" and returns EBUSY, for any guest_memfd page: the page is
+	 * poisoned all the same, which the SIGBUS below shows.
+	 */
+	if (!gmem_write_file(HWPOISON_INJECT, pfnstr) && errno != EBUSY) {
+		snprintf(why, whylen, "cannot write %s (CONFIG_HWPOISON_INJECT): %s", HWPOISON_INJECT,
+			 strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (!gmem_sigbus(g.map + 2 * page, false)) {
+		snprintf(why, whylen, "a read of the poisoned page did not SIGBUS");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (fallocate(g.fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, NPAGES * page)) {
+		snprintf(why, whylen, "punch hole: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if ((e = probe(-1, 0, &pfn, &p)) || p.present || p.readable_cpus) {
+		snprintf(why, whylen, "the poisoned page after the punch: %s",
+			 e ? strerror(-e) : "back in the direct map");
+		r = KSFT_FAIL;
+	}
+out:
+	gfile_close(&g);
+	return r;
+}
+
+#define SNAPSHOT_DEV	"/dev/snapshot"
+
+/* open(/dev/snapshot, O_RDONLY), the start of a hibernation: 0 or -errno. */
+static int snapshot_open(void)
+{
+	int fd = open(SNAPSHOT_DEV, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 && errno == ENOENT &&
+	    !mknod(SNAPSHOT_DEV, S_IFCHR | 0600, makedev(10, 231)))
+		fd = open(SNAPSHOT_DEV, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/*
+ * Hibernation would write every page to disk, those out of the direct map
+ * too: while a NO_DIRECT_MAP file exists it is refused (EBUSY, as secretmem
+ * refuses it), and once the last one is closed it may start again.
+ */
+static int hibernation_refused(char *why, size_t whylen)
+{
+	struct gfile g;
+	int r, e;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	e = snapshot_open();
+	if (e) {
+		snprintf(why, whylen, "%s without a NO_DIRECT_MAP file: %s, want it to open",
+			 SNAPSHOT_DEV, strerror(-e));
+		return KSFT_FAIL;
+	}
+	r = gfile_open(&g, kvm_fd, 0, SHARED | NDM, NPAGES * page, why, whylen);
+	if (r == KSFT_PASS && (e = snapshot_open()) != -EBUSY) {
+		snprintf(why, whylen, "%s while a NO_DIRECT_MAP file exists: %s, want EBUSY",
+			 SNAPSHOT_DEV, e ? strerror(-e) : "opened");
+		r = KSFT_FAIL;
+	}
+	gfile_close(&g);
+	if (r == KSFT_PASS && (e = snapshot_open())) {
+		snprintf(why, whylen, "%s after the file was closed: %s", SNAPSHOT_DEV, strerror(-e));
+		r = KSFT_FAIL;
+	}
 	return r;
 }
 
@@ -1028,10 +1188,11 @@ static long ptes_present(volatile uint8_t *map, long n)
 /*
  * A host fault maps the pages it allocates around itself with the page
  * table of the fault, so it stops where that page table ends: the file is
- * mapped so that page 0 sits 2 pages before a 2 MiB boundary, and a touch of
- * page 0 must map pages 0-1 only, take out only those, and leave the rest
- * to later faults (which map them). Crossing the boundary would write PTEs
- * past the end of the page table.
+ * mapped so that page 1 sits 2 pages before a 2 MiB boundary; after a first
+ * touch of page 0 (its page alone), a touch of page 1 continues the run and
+ * must map pages 1-2 only, take out only those, and leave the rest to later
+ * faults (which map them). Crossing the boundary would write PTEs past the
+ * end of the page table.
  */
 #define BEFORE_PMD	2
 
@@ -1058,15 +1219,18 @@ static int fault_around_stays_in_its_page_table(char *why, size_t whylen)
 		r = KSFT_FAIL;
 		goto out;
 	}
-	map = (uint8_t *)(((uintptr_t)area + pmd) & ~(pmd - 1)) - BEFORE_PMD * page;
+	/* File page 1 is BEFORE_PMD pages before the boundary. */
+	map = (uint8_t *)(((uintptr_t)area + pmd) & ~(pmd - 1)) - (BEFORE_PMD + 1) * page;
 	if (mmap((void *)map, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
 		snprintf(why, whylen, "mmap at %p: %s", (void *)map, strerror(errno));
 		r = KSFT_FAIL;
 		goto out;
 	}
+	/* Page 0 alone (a first touch), then page 1 continues the run. */
 	map[0] = 1;
-	got = gmem_counter(NDM_FOLIOS) - base;
-	mapped = ptes_present(map, AROUND);
+	map[page] = 1;
+	got = gmem_counter(NDM_FOLIOS) - base - 1;
+	mapped = ptes_present(map, AROUND) - 1;
 	if (got != BEFORE_PMD || mapped != BEFORE_PMD) {
 		snprintf(why, whylen, "a touch %d pages before a page table's end took %ld pages and mapped %ld, want %d and %d",
 			 BEFORE_PMD, got, mapped, BEFORE_PMD, BEFORE_PMD);
@@ -1074,7 +1238,7 @@ static int fault_around_stays_in_its_page_table(char *why, size_t whylen)
 		goto out;
 	}
 	/* The rest fault in on their own, in the next page table. */
-	map[BEFORE_PMD * page] = 1;
+	map[(BEFORE_PMD + 1) * page] = 1;
 	mapped = ptes_present(map, AROUND);
 	if (mapped != AROUND) {
 		snprintf(why, whylen, "after a touch past the boundary %ld of %d pages are mapped, want all",
@@ -1200,13 +1364,14 @@ static bool set_private(struct vm *vm, int first, int n, bool private, char *why
  * The vCPU window in a SW_PROTECTED VM (issue 39, 6): private memory on a
  * NO_DIRECT_MAP guest_memfd (not mappable, all private), shared memory from
  * the memslot's userspace_addr (anonymous memory with the guest's code).
- * Pages 4-15 are private but page 6. A round over pages 4-5: the fault on
- * page 4 takes pages 4-5 only (the window ends where the kind changes: a
- * shared page has no business in the file) and maps page 5 as private, so
- * the round is one fault. A round over pages 7-15: one window of 9 private
- * pages, one fault. Before the fix the window took all of 4-15 and faulted
- * the neighbours as shared, each failing the private/shared check (and
- * writing a memory-fault record for a gfn the guest never touched), so
+ * Pages 4-15 are private but page 8. A window opens where a fault continues
+ * a run, so page 4 and page 9 are touched alone first. Then a round over
+ * pages 5-7: the fault on page 5 takes pages 5-7 only (the window ends where
+ * the kind changes: a shared page has no business in the file) and maps
+ * pages 6-7 as private, so the round is one fault. A round over pages
+ * 10-15: one window of 6 private pages, one fault. Before the fix the window
+ * faulted the neighbours as shared, each failing the private/shared check
+ * (and writing a memory-fault record for a gfn the guest never touched), so
  * every page was a fault of its own.
  */
 static int vcpu_window_private(char *why, size_t whylen)
@@ -1247,7 +1412,7 @@ static int vcpu_window_private(char *why, size_t whylen)
 		goto out;
 	}
 	if (!set_private(&vm, 4, 12, true, why, whylen) ||
-	    !set_private(&vm, 6, 1, false, why, whylen))
+	    !set_private(&vm, 8, 1, false, why, whylen))
 		goto out;
 	if (vm_create_vcpu(&vm, why, whylen) != KSFT_PASS ||
 	    vcpu_real_mode_at_code(vm.vcpu, why, whylen) != KSFT_PASS)
@@ -1257,8 +1422,12 @@ static int vcpu_window_private(char *why, size_t whylen)
 	if (s != STATUS_MATCH)
 		goto bad_round;
 	for (int i = 0; i < 2; i++) {
-		int first = i ? 7 : 4, n = i ? 9 : 2;
+		int first = i ? 10 : 5, n = i ? 6 : 3;
 
+		/* The page before the round, alone: the round continues a run. */
+		s = guest_round_at(&vm, (first - 1) * page, 16, 0, 0, NULL, why, whylen);
+		if (s != STATUS_MATCH)
+			goto bad_round;
 		p0 = vm_pf_taken(vm.vm);
 		s = guest_round_at(&vm, first * page, n * page, 0, 0, NULL, why, whylen);
 		if (s != STATUS_MATCH)
@@ -1270,12 +1439,12 @@ static int vcpu_window_private(char *why, size_t whylen)
 			goto out;
 		}
 	}
-	if (in_file[0] != 2 || faults[0] != 1 || in_file[1] != 11 || faults[1] != 1) {
-		snprintf(why, whylen, "private pages 4-5 (6 shared): %ld pages in the file, %ld faults, want 2 and 1; then 7-15: %ld in the file, %ld faults, want 11 and 1",
+	if (in_file[0] != 4 || faults[0] != 1 || in_file[1] != 11 || faults[1] != 1) {
+		snprintf(why, whylen, "private pages 5-7 after 4 (8 shared): %ld pages in the file, %ld faults, want 4 and 1; then 10-15 after 9: %ld in the file, %ld faults, want 11 and 1",
 			 in_file[0], faults[0], in_file[1], faults[1]);
 		goto out;
 	}
-	snprintf(why, whylen, "2 + 9 private pages, one fault each run");
+	snprintf(why, whylen, "3 + 6 private pages, one fault each run");
 	r = KSFT_PASS;
 	goto out;
 bad_round:
@@ -1290,10 +1459,14 @@ out:
 }
 
 /*
- * Nothing is allocated that an operation does not use, and all of it comes
- * back when the file is closed: a touch of a one-page file takes one page
- * out of the direct map; a touch of a bigger file takes the pages it maps
- * around itself (counted in the page table), and a fallocate() its range.
+ * What each operation allocates, and all of it comes back when the file is
+ * closed: a touch of a one-page file takes one page out of the direct map.
+ * In a bigger file, a first touch (page 0) takes its page alone; a touch
+ * that continues the run (page 1) takes the rest of its 16-page window,
+ * which it maps (counted in the page table). A punched range stays empty
+ * until something touches it: a touch of its first page takes that page
+ * alone, although the page before it is there. A fallocate() takes its
+ * range.
  */
 static int nothing_allocated_ahead(char *why, size_t whylen)
 {
@@ -1362,9 +1535,36 @@ static int nothing_allocated_ahead(char *why, size_t whylen)
 	map[0] = 1;
 	got = gmem_counter(NDM_FOLIOS) - base - SMALL_FILES;
 	mapped = ptes_present(map, BIG_PAGES);
+	if (got != 1 || mapped != 1) {
+		snprintf(why, whylen, "a first touch (page 0 of %d) took %ld pages and mapped %ld, want 1 and 1",
+			 BIG_PAGES, got, mapped);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	map[page] = 1;
+	got = gmem_counter(NDM_FOLIOS) - base - SMALL_FILES;
+	mapped = ptes_present(map, BIG_PAGES);
 	if (got != AROUND || mapped != AROUND) {
-		snprintf(why, whylen, "a touch of page 0 of %d took %ld pages and mapped %ld, want %d and %d",
-			 BIG_PAGES, got, mapped, AROUND, AROUND);
+		snprintf(why, whylen, "a touch of page 1 after page 0 took %ld pages in all and mapped %ld, want %d and %d",
+			 got, mapped, AROUND, AROUND);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (fallocate(big, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 4 * page, 8 * page)) {
+		snprintf(why, whylen, "punch hole: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	map[4 * page] = 1;
+	got = gmem_cached_pages(big, 4 * page, 8 * page);
+	if (got != 1) {
+		snprintf(why, whylen, "a touch of page 4, first of the punched pages 4-11, left %ld of them in the file, want 1",
+			 got);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (fallocate(big, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 4 * page, page)) {
+		snprintf(why, whylen, "punch hole: %s", strerror(errno));
 		r = KSFT_FAIL;
 		goto out;
 	}
@@ -1373,7 +1573,7 @@ static int nothing_allocated_ahead(char *why, size_t whylen)
 		r = KSFT_FAIL;
 		goto out;
 	}
-	got = gmem_counter(NDM_FOLIOS) - base - SMALL_FILES - AROUND;
+	got = gmem_counter(NDM_FOLIOS) - base - SMALL_FILES - (AROUND - 8);
 	if (got != 10) {
 		snprintf(why, whylen, "fallocate() of 10 pages took %ld out of the direct map", got);
 		r = KSFT_FAIL;
@@ -1410,8 +1610,11 @@ static int page_node(volatile void *p)
 
 /*
  * Every page lands where the policy in force at its fault says: a file is
- * touched once on this CPU's node, then bound with mbind() to the other
- * node; every page that was not there yet lands on the other node.
+ * touched once (page 0) on this CPU's node, then bound with mbind() to the
+ * other node; that first touch took its page alone (nothing ahead of a run
+ * that has not started), and every other page lands on the other node,
+ * those a later fault's window takes too (Firecracker's numa_allocation
+ * case binds before it touches; this binds after).
  */
 static int pages_follow_the_policy_at_their_fault(char *why, size_t whylen)
 {
@@ -1461,8 +1664,9 @@ static int pages_follow_the_policy_at_their_fault(char *why, size_t whylen)
 			goto out;
 		}
 	}
-	if (later < BIG_PAGES / 2) {
-		snprintf(why, whylen, "only %d of %d pages were left for after the mbind()", later, BIG_PAGES);
+	if (later != BIG_PAGES - 1) {
+		snprintf(why, whylen, "a first touch of page 0 took %d pages before the mbind(), want 1",
+			 BIG_PAGES - later);
 		r = KSFT_FAIL;
 	}
 out:
@@ -1830,6 +2034,11 @@ static const struct gmem_case cases[] = {
 	  population_flushes_per_batch },
 	{ "a hole punch and closing the file put the pages back in the direct map",
 	  freed_pages_return_to_direct_map },
+	{ "a punched page goes back to the direct map cleared", freed_pages_are_cleared },
+	{ "a page memory-failure poisoned SIGBUSes and stays out of the direct map once punched",
+	  poisoned_page_stays_out },
+	{ "no hibernation while a NO_DIRECT_MAP file exists (EBUSY), again once it is closed",
+	  hibernation_refused },
 	{ "GUP refuses the memory (process_vm_*, vmsplice, mlock, /proc/self/mem, O_DIRECT); a plain guest_memfd's it takes",
 	  gup_refuses_the_memory },
 	{ "a vCPU runs on NO_DIRECT_MAP memory that pwrite() populated; KVM writes and updates kvmclock there",

@@ -31,6 +31,7 @@ static long page;
 static int nnodes;
 static int node_cpu[MAXNODE];	/* a CPU of each node, -1 if it has none */
 static bool shared_policy;	/* kvm.ko uses mm's shared policy (mm-shim) */
+static int kvm_fd_numa = -1;	/* /dev/kvm, for the flags a case needs */
 
 static long sys_mbind(void *addr, unsigned long len, int mode, unsigned long mask,
 		      unsigned int flags)
@@ -102,14 +103,15 @@ static bool run_on(int node, char *why, size_t whylen)
 	return true;
 }
 
-/* A fresh MMAP | INIT_SHARED guest_memfd of @npages and one mapping of it. */
+/* A fresh MMAP | INIT_SHARED (| @extra) guest_memfd of @npages, one mapping of it. */
 struct file {
 	int kvm, vm, fd;
 	volatile uint8_t *map;
 	size_t len;
 };
 
-static int file_open(struct file *f, int npages, char *why, size_t whylen)
+static int file_open_with(struct file *f, int npages, unsigned long long extra,
+			  char *why, size_t whylen)
 {
 	void *map;
 
@@ -124,7 +126,8 @@ static int file_open(struct file *f, int npages, char *why, size_t whylen)
 		snprintf(why, whylen, "KVM_CREATE_VM: %s", strerror(errno));
 		return KSFT_FAIL;
 	}
-	f->fd = gmem_create(f->vm, f->len, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED);
+	f->fd = gmem_create(f->vm, f->len,
+			    GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED | extra);
 	if (f->fd < 0) {
 		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD: %s", strerror(-f->fd));
 		return KSFT_FAIL;
@@ -136,6 +139,11 @@ static int file_open(struct file *f, int npages, char *why, size_t whylen)
 	}
 	f->map = map;
 	return KSFT_PASS;
+}
+
+static int file_open(struct file *f, int npages, char *why, size_t whylen)
+{
+	return file_open_with(f, npages, 0, why, whylen);
 }
 
 static void file_close(struct file *f)
@@ -525,6 +533,49 @@ static int populated_pages_stay(char *why, size_t whylen)
 	return r;
 }
 
+/*
+ * NO_DIRECT_MAP (shim kernel): ranges of the mapping bound to alternating
+ * nodes (pages 0-3 to the node the test does not run on, 4-7 to its own,
+ * and so on), then every page touched in order, as Firecracker's
+ * numa_allocation case does: each page lands on its own range's node,
+ * those a fault's window allocates ahead of the touch too.
+ */
+static int no_direct_map_ranges(char *why, size_t whylen)
+{
+	struct file f;
+	int r;
+
+	if (!gmem_has_flags(kvm_fd_numa, GUEST_MEMFD_FLAG_NO_DIRECT_MAP)) {
+		snprintf(why, whylen, "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)");
+		return KSFT_SKIP;
+	}
+	if (!run_on(0, why, whylen))
+		return KSFT_FAIL;
+	r = file_open_with(&f, NPAGES, GUEST_MEMFD_FLAG_NO_DIRECT_MAP, why, whylen);
+	for (int i = 0; r == KSFT_PASS && i < NPAGES; i += 4) {
+		if (sys_mbind((void *)(f.map + i * page), 4 * page, MPOL_BIND,
+			      1UL << ((i / 4 + 1) % 2), 0)) {
+			snprintf(why, whylen, "mbind(pages %d-%d): %s", i, i + 3, strerror(errno));
+			r = KSFT_FAIL;
+		}
+	}
+	for (int i = 0; r == KSFT_PASS && i < NPAGES; i++) {
+		int node;
+
+		f.map[i * page] = 1;
+		if (page_nodes(f.map + i * page, 1, &node)) {
+			snprintf(why, whylen, "move_pages: %s", strerror(errno));
+			r = KSFT_FAIL;
+		} else if (node != (i / 4 + 1) % 2) {
+			snprintf(why, whylen, "page %d of a range bound to node %d is on node %d",
+				 i, (i / 4 + 1) % 2, node);
+			r = KSFT_FAIL;
+		}
+	}
+	file_close(&f);
+	return r;
+}
+
 /* Bad input: mbind()'s own errnos, nothing allocated differently. */
 static int bad_input(char *why, size_t whylen)
 {
@@ -620,6 +671,8 @@ static const struct gmem_case cases[] = {
 	{ "a policy on pages 4-11 places only those", partial_range },
 	{ "populated pages stay: MOVE|STRICT is EIO, MOVE moves nothing, refaults follow", populated_pages_stay },
 	{ "bad input: offline node, no nodes, bad mode, bad mode flags, bad flags: EINVAL", bad_input },
+	{ "NO_DIRECT_MAP: ranges bound to alternating nodes, pages touched in order, each on its range's node",
+	  no_direct_map_ranges },
 };
 
 int main(void)
@@ -642,7 +695,7 @@ int main(void)
 			ksft_exit_skip("these modules cannot map guest_memfd\n");
 		ksft_exit_fail_msg("our modules must map guest_memfd\n");
 	}
-	close(kvm);
+	kvm_fd_numa = kvm;
 	/* kvm.ko uses mm's shared policy where the kernel exports it (mm-shim). */
 	shared_policy = gmem_has_mm_hook();
 	ksft_print_msg("%d nodes; CPU %d on node 0, CPU %d on node 1; %s\n", nnodes,

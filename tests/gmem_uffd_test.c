@@ -106,7 +106,8 @@ static int need_uffd(char *why, size_t whylen)
 
 /*
  * Registration: on the shim kernel MISSING and MINOR are taken, with COPY,
- * ZEROPAGE and CONTINUE among the ioctls; elsewhere it is EINVAL.
+ * ZEROPAGE and CONTINUE among the ioctls and neither POISON nor MOVE, which
+ * guest_memfd refuses; elsewhere it is EINVAL.
  */
 static int registers_where_the_kernel_can(char *why, size_t whylen)
 {
@@ -136,6 +137,10 @@ static int registers_where_the_kernel_can(char *why, size_t whylen)
 		r = KSFT_FAIL;
 	} else if ((ioctls & want) != want) {
 		snprintf(why, whylen, "ioctls %#llx lack COPY, ZEROPAGE or CONTINUE",
+			 (unsigned long long)ioctls);
+		r = KSFT_FAIL;
+	} else if (ioctls & ((1ULL << _UFFDIO_POISON) | (1ULL << _UFFDIO_MOVE))) {
+		snprintf(why, whylen, "ioctls %#llx list POISON or MOVE, which the range refuses",
 			 (unsigned long long)ioctls);
 		r = KSFT_FAIL;
 	}
@@ -1041,9 +1046,10 @@ static int kvmclock_restore_ndm(char *why, size_t whylen)
 /*
  * The host-fault window and a second mapping (issue 39, 7): a NO_DIRECT_MAP
  * file whose first mapping is registered for MISSING faults; a second,
- * unregistered mapping (a vhost-user backend's) faults one page. It must
- * allocate that page only: its 16-page window would fill holes the
- * registered mapping then never sees as MISSING.
+ * unregistered mapping (a vhost-user backend's) faults page 1, after page 0
+ * (fallocate()), continuing a run. It must allocate that page only: its
+ * 16-page window would fill holes the registered mapping then never sees as
+ * MISSING.
  */
 static int second_mapping_no_window(char *why, size_t whylen)
 {
@@ -1073,10 +1079,14 @@ static int second_mapping_no_window(char *why, size_t whylen)
 		snprintf(why, whylen, "a second mapping: %s", strerror(errno));
 		goto out;
 	}
-	second[0] = 1;
+	if (fallocate(g.fd, FALLOC_FL_KEEP_SIZE, 0, page)) {
+		snprintf(why, whylen, "fallocate(page 0): %s", strerror(errno));
+		goto out;
+	}
+	second[page] = 1;
 	cached = gmem_cached_pages(g.fd, 0, 16 * page);
-	if (cached != 1) {
-		snprintf(why, whylen, "the second mapping's fault on page 0 left %ld pages of 0-15 in the file, want 1",
+	if (cached != 2) {
+		snprintf(why, whylen, "the second mapping's fault on page 1 left %ld pages of 0-15 in the file, want 2",
 			 cached);
 		goto out;
 	}
@@ -1084,6 +1094,55 @@ static int second_mapping_no_window(char *why, size_t whylen)
 out:
 	if (second != MAP_FAILED)
 		munmap((void *)second, NPAGES * page);
+	if (uffd >= 0)
+		close(uffd);
+	gfile_close(&g);
+	return r;
+}
+
+/*
+ * UFFDIO_UNREGISTER over a mapping that was never registered (allowed, and
+ * nothing to do) asks guest_memfd whether the VMA may userfault, as a
+ * registration does: it must not make the file look registered. Its host
+ * faults keep their window: page 1, after page 0, takes pages 1-15.
+ */
+static int unregister_keeps_windows(char *why, size_t whylen)
+{
+	const unsigned long long flags = FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
+	struct uffdio_range range;
+	struct gfile g = { .vm = -1, .fd = -1 };
+	long cached;
+	int uffd = -1, r;
+
+	r = need_uffd(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	if (!gmem_has_flags(kvm_fd, flags)) {
+		snprintf(why, whylen, "no GUEST_MEMFD_FLAG_NO_DIRECT_MAP with our modules");
+		return KSFT_FAIL;
+	}
+	r = gfile_open(&g, kvm_fd, 0, flags, NPAGES * page, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	uffd = uffd_open(why, whylen);
+	if (uffd < 0)
+		goto out;
+	range = (struct uffdio_range){ .start = (uintptr_t)g.map, .len = NPAGES * page };
+	if (ioctl(uffd, UFFDIO_UNREGISTER, &range)) {
+		snprintf(why, whylen, "UFFDIO_UNREGISTER of a mapping never registered: %s", strerror(errno));
+		goto out;
+	}
+	g.map[0] = 1;
+	g.map[page] = 1;
+	cached = gmem_cached_pages(g.fd, 0, 16 * page);
+	if (cached != 16) {
+		snprintf(why, whylen, "after an UFFDIO_UNREGISTER that had nothing to do, pages 0 and 1 touched: %ld of pages 0-15 in the file, want 16",
+			 cached);
+		goto out;
+	}
+	r = KSFT_PASS;
+out:
 	if (uffd >= 0)
 		close(uffd);
 	gfile_close(&g);
@@ -1248,6 +1307,7 @@ static const struct gmem_case cases[] = {
 	{ "kvmclock on a hole of a registered file: a MISSING event, the snapshot kept", kvmclock_restore_plain },
 	{ "kvmclock on a hole of a registered NO_DIRECT_MAP file: a MISSING event, the snapshot kept", kvmclock_restore_ndm },
 	{ "a second, unregistered mapping of a registered NO_DIRECT_MAP file faults its own page only", second_mapping_no_window },
+	{ "UFFDIO_UNREGISTER of a mapping never registered keeps its host faults' window", unregister_keeps_windows },
 	{ "MINOR on a page fallocate() allocated: UFFDIO_CONTINUE maps it zeroed", minor_on_allocated_page },
 };
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gmem_write_test: write() population of guest_memfd (GUEST_MEMFD_FLAG_WRITE,
- * provisional number; src/virt/0021): whole pages within the file, shared
- * memory only, EINVAL otherwise; what write() put there is what the host
- * mapping and a vCPU see; the source may be a mapping of the same file.
+ * provisional number; src/virt/0021, the proposal's v7): whole pages within
+ * the file, EINVAL otherwise, ENODEV without the flag; any page of a VM
+ * without private memory (the only VMs offered the flag); what write() put
+ * there is what the host mapping and a vCPU see; the source may be a
+ * mapping of the same file.
  *
  * Modules without the flag: SKIP, or FAIL with ours (gmem_test.h).
  */
@@ -88,11 +90,14 @@ static int pwrite_overwrites_only_its_pages(char *why, size_t whylen)
 	return r;
 }
 
-/* Everything upstream's proposal refuses, with EINVAL. */
-static int refused_with_einval(char *why, size_t whylen)
+/*
+ * Everything the proposal (v7) refuses: EINVAL for bad offsets and
+ * lengths, ENODEV for write() and pwrite() without the flag.
+ */
+static int refused(char *why, size_t whylen)
 {
 	uint8_t *src = pattern(2, 0x44);
-	struct gfile g, nowrite = { .vm = -1, .fd = -1 }, priv = { .vm = -1, .fd = -1 };
+	struct gfile g, nowrite = { .vm = -1, .fd = -1 };
 	struct {
 		const char *what;
 		int *fd;
@@ -104,16 +109,12 @@ static int refused_with_einval(char *why, size_t whylen)
 		{ "a length of a page and a byte", &g.fd, page + 1, 0 },
 		{ "past the end", &g.fd, 2 * page, (NPAGES - 1) * page },
 		{ "at the end", &g.fd, page, NPAGES * page },
-		{ "private memory (MMAP | WRITE)", &priv.fd, page, 0 },
 	};
 	int r;
 
 	r = gfile_open(&g, kvm_fd, 0, FLAGS, NPAGES * page, why, whylen);
 	if (r == KSFT_PASS)
 		r = gfile_open(&nowrite, kvm_fd, 0, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED,
-			       NPAGES * page, why, whylen);
-	if (r == KSFT_PASS)
-		r = gfile_open(&priv, kvm_fd, 0, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_WRITE,
 			       NPAGES * page, why, whylen);
 	for (size_t i = 0; r == KSFT_PASS && i < sizeof(bad) / sizeof(bad[0]); i++) {
 		errno = 0;
@@ -124,21 +125,31 @@ static int refused_with_einval(char *why, size_t whylen)
 		}
 	}
 	/*
-	 * Without the flag a guest_memfd is what it always was: write() is
-	 * EINVAL, and it has no file position, so pwrite() and lseek() are
-	 * ESPIPE.
+	 * Without the flag, write() and pwrite() are ENODEV, as the proposal's
+	 * own test (write_not_supported) expects; such a file still has no
+	 * position (lseek() ESPIPE), and read() and pread() still fail.
 	 */
 	errno = 0;
-	if (r == KSFT_PASS && (write(nowrite.fd, src, page) != -1 || errno != EINVAL)) {
-		snprintf(why, whylen, "write() without GUEST_MEMFD_FLAG_WRITE: %s, want EINVAL",
+	if (r == KSFT_PASS && (write(nowrite.fd, src, page) != -1 || errno != ENODEV)) {
+		snprintf(why, whylen, "write() without GUEST_MEMFD_FLAG_WRITE: %s, want ENODEV",
 			 errno ? strerror(errno) : "written");
 		r = KSFT_FAIL;
 	}
 	errno = 0;
-	if (r == KSFT_PASS && (pwrite(nowrite.fd, src, page, 0) != -1 || errno != ESPIPE ||
-			       lseek(nowrite.fd, 0, SEEK_SET) != -1 || errno != ESPIPE)) {
-		snprintf(why, whylen, "pwrite()/lseek() without GUEST_MEMFD_FLAG_WRITE: %s, want ESPIPE",
+	if (r == KSFT_PASS && (pwrite(nowrite.fd, src, page, 0) != -1 || errno != ENODEV)) {
+		snprintf(why, whylen, "pwrite() without GUEST_MEMFD_FLAG_WRITE: %s, want ENODEV",
+			 errno ? strerror(errno) : "written");
+		r = KSFT_FAIL;
+	}
+	errno = 0;
+	if (r == KSFT_PASS && (lseek(nowrite.fd, 0, SEEK_SET) != -1 || errno != ESPIPE)) {
+		snprintf(why, whylen, "lseek() without GUEST_MEMFD_FLAG_WRITE: %s, want ESPIPE",
 			 errno ? strerror(errno) : "worked");
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS && (read(nowrite.fd, src, page) >= 0 || pread(nowrite.fd, src, page, 0) >= 0 ||
+			       read(g.fd, src, page) >= 0 || pread(g.fd, src, page, 0) >= 0)) {
+		snprintf(why, whylen, "read() or pread() of a guest_memfd worked");
 		r = KSFT_FAIL;
 	}
 	/* Nothing refused left a trace: the file still reads zero. */
@@ -150,9 +161,50 @@ static int refused_with_einval(char *why, size_t whylen)
 		snprintf(why, whylen, "a write of 0 bytes: %s, want 0", strerror(errno));
 		r = KSFT_FAIL;
 	}
-	gfile_close(&priv);
 	gfile_close(&nowrite);
 	gfile_close(&g);
+	free(src);
+	return r;
+}
+
+/*
+ * Which pages write() may populate: in the VMs offered the flag (no private
+ * memory) any page of the file, with or without INIT_SHARED and MMAP. A file
+ * with WRITE alone takes a page-aligned pwrite(), as the proposal's test
+ * (write_supported) expects; so does MMAP | WRITE, whose host mapping still
+ * SIGBUSes without INIT_SHARED. Counted in the page cache (cachestat()).
+ */
+static int write_without_init_shared(char *why, size_t whylen)
+{
+	static const unsigned long long flags[] = {
+		GUEST_MEMFD_FLAG_WRITE,
+		GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_WRITE,
+	};
+	uint8_t *src = pattern(1, 0x55);
+	int r = src ? KSFT_PASS : KSFT_FAIL;
+
+	for (size_t i = 0; r == KSFT_PASS && i < sizeof(flags) / sizeof(flags[0]); i++) {
+		struct gfile g;
+		long cached;
+
+		r = gfile_open(&g, kvm_fd, 0, flags[i], NPAGES * page, why, whylen);
+		if (r == KSFT_PASS && pwrite(g.fd, src, page, 5 * page) != page) {
+			snprintf(why, whylen, "flags %#llx: pwrite of page 5: %s, want a page written",
+				 flags[i], strerror(errno));
+			r = KSFT_FAIL;
+		}
+		if (r == KSFT_PASS && (cached = gmem_cached_pages(g.fd, 0, NPAGES * page)) != 1) {
+			snprintf(why, whylen, "flags %#llx: %ld pages in the file after a one-page pwrite, want 1",
+				 flags[i], cached);
+			r = KSFT_FAIL;
+		}
+		if (r == KSFT_PASS && g.map && !gmem_sigbus(g.map + 5 * page, false)) {
+			snprintf(why, whylen, "flags %#llx: a host read of the written page did not SIGBUS",
+				 flags[i]);
+			r = KSFT_FAIL;
+		}
+		gfile_close(&g);
+	}
 	free(src);
 	return r;
 }
@@ -293,7 +345,8 @@ out:
 static const struct gmem_case cases[] = {
 	{ "write() of the whole file, read back through the mapping", write_whole_file },
 	{ "pwrite() of pages 3-4 changes only those", pwrite_overwrites_only_its_pages },
-	{ "EINVAL: unaligned offset or length, past the end, private memory, no WRITE flag", refused_with_einval },
+	{ "EINVAL: unaligned offset or length, past the end; ENODEV without the WRITE flag", refused },
+	{ "WRITE alone, and MMAP | WRITE without INIT_SHARED, take pwrite()", write_without_init_shared },
 	{ "a SW_PROTECTED VM neither offers nor takes GUEST_MEMFD_FLAG_WRITE", sw_protected_vm_refuses_flag },
 	{ "the source is a mapping of the same guest_memfd", source_in_the_same_file },
 	{ "a half-unreadable source writes one page; an unreadable one is EFAULT", unreadable_source },

@@ -19,6 +19,10 @@ struct gmem_dmap_probe {
 	__u64 pfn;		/* in (fd < 0) or out: the page */
 	__u32 present;		/* out: its direct map entry is present */
 	__u32 readable_cpus;	/* out: CPUs on which a read through it worked */
+	__u64 cookie;		/* in: a 64-bit value to look for */
+	__u32 cookie_words;	/* out: words of the page equal to @cookie, read
+				 * through its direct map entry if present */
+	__u32 pad;
 };
 
 /* ENOENT: @fd has no page at @offset. */

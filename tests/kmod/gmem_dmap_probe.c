@@ -5,14 +5,16 @@
  * the caller) or any pfn, it reports whether the page is in the kernel's
  * direct map: its page-table entry there (lookup_address()), and a read
  * through it with copy_from_kernel_nofault() on every CPU, which also shows a
- * TLB flush that did not reach a CPU. It never dereferences the address
- * itself: the shim kernel panics on an oops.
+ * TLB flush that did not reach a CPU, and how many words of the page hold a
+ * value the caller names (a freed page must have been cleared). It never
+ * dereferences the address itself: the shim kernel panics on an oops.
  */
 #include <linux/cpu.h>
 #include <linux/debugfs.h>
 #include <linux/file.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
+#include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/uaccess.h>
 #include <asm/pgtable.h>
@@ -83,6 +85,18 @@ static long probe_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	p.nr_cpus = num_online_cpus();
 	cpus_read_unlock();
 	p.readable_cpus = atomic_read(&r.ok);
+	p.cookie_words = 0;
+	if (p.present) {
+		u64 *words = kmalloc(PAGE_SIZE, GFP_KERNEL);
+		int i;
+
+		if (!words)
+			return -ENOMEM;
+		if (!copy_from_kernel_nofault(words, r.addr, PAGE_SIZE))
+			for (i = 0; i < PAGE_SIZE / sizeof(u64); i++)
+				p.cookie_words += words[i] == p.cookie;
+		kfree(words);
+	}
 
 	return copy_to_user((void __user *)arg, &p, sizeof(p)) ? -EFAULT : 0;
 }
