@@ -26,6 +26,9 @@
 #   kvm-maps-ignore-userfault stock tier, gmem_userfault_test, our kvm.ko whose
 #                    pfn caches and kvm_vcpu_map() do not ask the userfault
 #                    bitmap (kvmclock allocates a page not restored yet)
+#   gpc-unbind-keeps-cache shim tier, gmem_ndm_test, our kvm.ko whose unbinding
+#                    of a gmem-only memslot leaves its pfn caches valid
+#                    (kvmclock goes on writing the file after a memslot swap)
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
@@ -140,7 +143,7 @@ must_fail() {
 mutants=("$@")
 [ $# -gt 0 ] || mutants=(debian-modules debian-boot no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
 			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault kvm-maps-ignore-userfault
-			 ndm-vcpu-one-page)
+			 ndm-vcpu-one-page gpc-unbind-keeps-cache)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -277,6 +280,17 @@ gmem_userfault_test: "bad input" FAILED: KVM_PRE_FAULT_MEMORY of an armed page: 
 		must_fail kvm-maps-ignore-userfault stock ours \
 'gmem_userfault_test: "kvmclock on a page not restored yet" FAILED: kvmclock.s page 9 was allocated before it was restored' -- \
 			ONLY=gmem_userfault_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-kvm-maps-ignore-userfault-$kver"
+		;;
+	gpc-unbind-keeps-cache)
+		# Unbinding a gmem-only memslot leaves its pfn caches valid: a
+		# plain memslot at the same hva then gets kvmclock written into
+		# the old guest_memfd page (issue 39, 13: caches refresh on a
+		# memslot change only where the hva changed or it is gmem-only).
+		mutate gpc-unbind-keeps-cache virt/kvm/guest_memfd.c \
+			's/\tif \(kvm_memslot_is_gmem_only\(slot\)\)\n(\t\tgfn_to_pfn_cache_gmem_invalidate\(gmem->kvm, )/\tif (0)\n$1/' || continue
+		must_fail gpc-unbind-keeps-cache shim ours \
+'gmem_ndm_test: "kvmclock follows a gmem-only memslot swapped for a plain one at the same hva" FAILED: plain guest_memfd: after the memslot swap at the same hva, kvmclock never reached the new memslot.s memory' -- \
+			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-gpc-unbind-keeps-cache-shim"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

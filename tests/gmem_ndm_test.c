@@ -737,6 +737,87 @@ static bool clock_update(struct vm *vm, char *why, size_t whylen)
 }
 
 /*
+ * kvmclock across a memslot swap at the same hva (pfn caches x memslot
+ * changes): a gmem-only memslot whose userspace_addr is other memory (the
+ * test's copy of the guest) has kvmclock on a page of the file; the VMM
+ * deletes it and creates a plain memslot on that other memory at the same
+ * gpa and hva. The clock must now be written there. A cache refreshes on a
+ * memslot change only where the hva changed or the new memslot is gmem-only,
+ * so this needs unbinding the gmem-only memslot to invalidate its caches:
+ * otherwise kvmclock keeps going to the file's page.
+ */
+static int kvmclock_follows_a_memslot_swap(char *why, size_t whylen)
+{
+	int r = need_flag_and_probe(why, whylen);
+
+	for (size_t f = 0; f < 2 && r == KSFT_PASS; f++) {
+		struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+		struct kvm_userspace_memory_region2 region = { .slot = 0 };
+		volatile uint8_t *file_map;
+		struct pvclock clock;
+		uint8_t data[DATA_LEN];
+		int e;
+
+		r = vm_with_written_code_at(&vm, kvm_map_files[f].flags, guest_code,
+					    sizeof(guest_code), true, why, whylen);
+		for (int i = 0; r == KSFT_PASS && i < DATA_LEN; i++)
+			data[i] = (uint8_t)(0x60 + i * 5);
+		if (r == KSFT_PASS && pwrite(vm.gmem, data, DATA_LEN, DATA_GPA) != DATA_LEN) {
+			snprintf(why, whylen, "pwrite of the data: %s", strerror(errno));
+			r = KSFT_FAIL;
+		}
+		if (r == KSFT_PASS && (e = gmem_set_kvmclock(&vm, CLOCK_GPA))) {
+			snprintf(why, whylen, "KVM_SET_MSRS(MSR_KVM_SYSTEM_TIME_NEW): %s", strerror(-e));
+			r = KSFT_FAIL;
+		}
+		if (r == KSFT_PASS && (!expect_round(&vm, 0x60, 5, STATUS_MATCH, DATA_GPA + DATA_LEN, 1,
+						     why, whylen) || !read_clock(&vm, &clock))) {
+			if (r == KSFT_PASS && !why[0])
+				snprintf(why, whylen, "%s: kvmclock not written into the file",
+					 kvm_map_files[f].name);
+			r = KSFT_FAIL;
+		}
+		/* The guest, copied to the other memory but for its clock page. */
+		if (r == KSFT_PASS) {
+			memcpy(vm.other, (const void *)vm.mem, MEM_SIZE);
+			memset((uint8_t *)vm.other + CLOCK_GPA, 0, page);
+			region.flags = KVM_MEM_GUEST_MEMFD;
+			region.guest_memfd = vm.gmem;
+			region.userspace_addr = (uintptr_t)vm.other;
+			if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+				snprintf(why, whylen, "deleting the gmem-only memslot: %s", strerror(errno));
+				r = KSFT_FAIL;
+			}
+		}
+		if (r == KSFT_PASS) {
+			region = (struct kvm_userspace_memory_region2){
+				.slot = 0, .memory_size = MEM_SIZE,
+				.userspace_addr = (uintptr_t)vm.other,
+			};
+			if (ioctl(vm.vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+				snprintf(why, whylen, "a plain memslot at the same hva: %s", strerror(errno));
+				r = KSFT_FAIL;
+			}
+		}
+		/* The guest's memory is the other memory now. */
+		file_map = vm.mem;
+		vm.mem = vm.other;
+		if (r == KSFT_PASS && (!clock_update(&vm, why, whylen) ||
+				       !expect_round(&vm, 0x60, 5, STATUS_MATCH, DATA_GPA + DATA_LEN, 2,
+						     why, whylen)))
+			r = KSFT_FAIL;
+		if (r == KSFT_PASS && !read_clock(&vm, &clock)) {
+			snprintf(why, whylen, "%s: after the memslot swap at the same hva, kvmclock never reached the new memslot's memory (still written into the file?)",
+				 kvm_map_files[f].name);
+			r = KSFT_FAIL;
+		}
+		vm.mem = file_map;
+		vm_teardown(&vm);
+	}
+	return r;
+}
+
+/*
  * How many vmap() areas kvm.ko holds now (/proc/vmallocinfo: the caller in
  * [kvm], "vmap"): KVM's kernel aliases of NO_DIRECT_MAP pages. -1 if the
  * file cannot be read.
@@ -2045,6 +2126,8 @@ static const struct gmem_case cases[] = {
 	  vcpu_runs_on_the_memory },
 	{ "a hole punched under kvmclock: KVM's pfn cache lets the freed page go (userspace_addr a decoy)",
 	  punch_under_kvmclock },
+	{ "kvmclock follows a gmem-only memslot swapped for a plain one at the same hva",
+	  kvmclock_follows_a_memslot_swap },
 	{ "a nested guest's VMCB on NO_DIRECT_MAP memory: KVM maps it and VMLOAD loads it",
 	  nested_vmcb_on_the_memory },
 	{ "KVM's instruction emulator reads guest code from NO_DIRECT_MAP memory (an MMIO store exits)",
