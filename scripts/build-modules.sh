@@ -47,7 +47,26 @@ cmp -s "$obj/target.mk.new" "$obj/target.mk" 2>/dev/null &&
 make_args=()
 [ "${KVM_GMEM_DEBUG_INFO:-}" != n ] || make_args+=(CONFIG_DEBUG_INFO= CONFIG_DEBUG_INFO_BTF_MODULES=)
 
-step "building modules for $kver (mm hook: $hook, put notify: $put, mm shared policy: $mpol, no direct map: $ndm, userfaultfd: $uffd${make_args:+, no debug info})"
+# ccache in depend mode, as for the kernels (build-kernel.sh), keyed by what
+# each object is compiled from, so that a rebuild of the same sources in the
+# same directory (the series check's patch-by-patch builds, a fresh clone's
+# make check) compiles nothing again. Paths are relative to the build's own
+# directory. Not in another release's build root, which has no ccache.
+nodebug=${make_args[*]:+, no debug info}
+cc=
+if [ -n "$debian_native" ] && command -v ccache > /dev/null; then
+	export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=8G CCACHE_DEPEND=1
+	export CCACHE_BASEDIR="$obj"
+	cc=", ccache"
+	# Debian's headers know ccache themselves; our kernels use plain gcc.
+	if grep -qs DEBIAN_KERNEL_USE_CCACHE "$kdir/.kernelvariables"; then
+		make_args+=(DEBIAN_KERNEL_USE_CCACHE=1)
+	else
+		make_args+=(CC="ccache gcc")
+	fi
+fi
+
+step "building modules for $kver (mm hook: $hook, put notify: $put, mm shared policy: $mpol, no direct map: $ndm, userfaultfd: $uffd$nodebug$cc)"
 # Another release's headers build in its build root (its compiler, its libc).
 in_root=()
 [ -n "$debian_native" ] ||
