@@ -268,7 +268,8 @@ gmem_ndm_test: "a nested guest.s VMCB on NO_DIRECT_MAP memory: .*" FAILED: NO_DI
 'gmem_userfault_test: "restore by exits" FAILED: page [0-9]+: round 2, exit gpa 0; want the userfault exit for it
 gmem_userfault_test: "anonymous memslot" FAILED: page 4: round 2, exit gpa 0; want the userfault exit for it
 gmem_userfault_test: "setting the flag zaps" FAILED: page 4: round [0-9]+, exit gpa 0; want the userfault exit for it
-gmem_userfault_test: "bad input" FAILED: KVM_PRE_FAULT_MEMORY of an armed page: mapped it, want EFAULT' -- \
+gmem_userfault_test: "bad input" FAILED: KVM_PRE_FAULT_MEMORY of an armed page: mapped it, want EFAULT
+gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: no bitmap: round [0-9]+ exit [0-9]+, page allocated, want KVM_RUN to fail with EFAULT, nothing allocated' -- \
 			ONLY=gmem_userfault_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-vcpu-userfault-$kver"
 		;;
 	kvm-maps-ignore-userfault)

@@ -261,9 +261,7 @@ out:
  * Bad input gets a clean errno: a kernel address as the bitmap, the flag
  * through the old ioctl (no bitmap field), moving a guest_memfd memslot with
  * the flag; pre-faulting an armed page is EFAULT and allocates nothing; an
- * unreadable bitmap makes KVM_RUN fail with EFAULT. No bitmap (NULL) is
- * taken, as the proposal and Firecracker's stack (set_memory_region_test)
- * expect, and is an unreadable one: KVM_RUN fails with EFAULT.
+ * unreadable bitmap makes KVM_RUN fail with EFAULT.
  */
 static int bad_input(char *why, size_t whylen)
 {
@@ -283,19 +281,6 @@ static int bad_input(char *why, size_t whylen)
 	if (r != KSFT_PASS)
 		goto out;
 	r = KSFT_FAIL;
-	e = set_slot(&vm, KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, 0, (void *)vm.mem, NULL);
-	if (e) {
-		snprintf(why, whylen, "KVM_MEM_USERFAULT without a bitmap: %s, want it taken", strerror(-e));
-		goto out;
-	}
-	vm.run->exit_reason = KVM_EXIT_UNKNOWN;
-	s = page_round(&vm, FIRST_ARMED + 1, 0, 0, &gpa, why, whylen);
-	if (s != -1 || vm.run->exit_reason == KVM_EXIT_MEMORY_FAULT || !strstr(why, "Bad address") ||
-	    resident(&vm, FIRST_ARMED + 1)) {
-		snprintf(why, whylen, "no bitmap: round %d exit %u, page %s, want KVM_RUN to fail with EFAULT, nothing allocated",
-			 s, vm.run->exit_reason, resident(&vm, FIRST_ARMED + 1) ? "allocated" : "a hole");
-		goto out;
-	}
 	e = set_slot(&vm, KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, 0, (void *)vm.mem,
 		     (unsigned long *)0xffff888000000000UL);
 	if (e != -EINVAL) {
@@ -372,6 +357,44 @@ static int bad_input(char *why, size_t whylen)
 	if (s != -1 || vm.run->exit_reason == KVM_EXIT_MEMORY_FAULT || !strstr(why, "Bad address")) {
 		snprintf(why, whylen, "an unmapped bitmap: round %d exit %u, want KVM_RUN to fail with EFAULT",
 			 s, vm.run->exit_reason);
+		goto out;
+	}
+	why[0] = 0;
+	r = KSFT_PASS;
+out:
+	vm_teardown(&vm);
+	return r;
+}
+
+/*
+ * No bitmap (NULL) is taken, as the proposal takes any user address and
+ * Firecracker's stack (its set_memory_region_test) expects: it is a bitmap
+ * that cannot be read, so KVM_RUN fails with EFAULT and nothing is
+ * allocated.
+ */
+static int no_bitmap(char *why, size_t whylen)
+{
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	uint64_t gpa = 0;
+	int r = need_userfault(why, whylen), e, s;
+
+	if (r != KSFT_PASS)
+		goto out;
+	r = vm_with_written_code(&vm, FLAGS, guest_code, sizeof(guest_code), why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	e = set_slot(&vm, KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, 0, (void *)vm.mem, NULL);
+	if (e) {
+		snprintf(why, whylen, "KVM_MEM_USERFAULT without a bitmap: %s, want it taken", strerror(-e));
+		goto out;
+	}
+	vm.run->exit_reason = KVM_EXIT_UNKNOWN;
+	s = page_round(&vm, FIRST_ARMED + 1, 0, 0, &gpa, why, whylen);
+	if (s != -1 || vm.run->exit_reason == KVM_EXIT_MEMORY_FAULT || !strstr(why, "Bad address") ||
+	    resident(&vm, FIRST_ARMED + 1)) {
+		snprintf(why, whylen, "no bitmap: round %d exit %u, page %s, want KVM_RUN to fail with EFAULT, nothing allocated",
+			 s, vm.run->exit_reason, resident(&vm, FIRST_ARMED + 1) ? "allocated" : "a hole");
 		goto out;
 	}
 	why[0] = 0;
@@ -528,6 +551,7 @@ static const struct gmem_case cases[] = {
 	{ "setting the flag zaps", rearm_zaps },
 	{ "anonymous memslot", anonymous_memslot },
 	{ "bad input", bad_input },
+	{ "no bitmap: taken, and KVM_RUN fails with EFAULT", no_bitmap },
 	{ "kvmclock on a page not restored yet", kvmclock_not_restored },
 	{ "toggling the flag under a running vCPU", flag_toggles },
 };
