@@ -26,6 +26,9 @@
 #   kvm-maps-ignore-userfault stock tier, gmem_userfault_test, our kvm.ko whose
 #                    pfn caches and kvm_vcpu_map() do not ask the userfault
 #                    bitmap (kvmclock allocates a page not restored yet)
+#   vcpu-map-ignores-userfault shim tier, gmem_ndm_test, our kvm.ko whose
+#                    kvm_vcpu_map() does not ask the userfault bitmap (VMLOAD
+#                    maps a VMCB page not restored yet)
 #   gpc-unbind-keeps-cache shim tier, gmem_ndm_test, our kvm.ko whose unbinding
 #                    of a gmem-only memslot leaves its pfn caches valid
 #                    (kvmclock goes on writing the file after a memslot swap)
@@ -143,7 +146,7 @@ must_fail() {
 mutants=("$@")
 [ $# -gt 0 ] || mutants=(debian-modules debian-boot no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
 			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault kvm-maps-ignore-userfault
-			 ndm-vcpu-one-page gpc-unbind-keeps-cache)
+			 ndm-vcpu-one-page gpc-unbind-keeps-cache vcpu-map-ignores-userfault)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -281,6 +284,15 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		must_fail kvm-maps-ignore-userfault stock ours \
 'gmem_userfault_test: "kvmclock on a page not restored yet" FAILED: kvmclock.s page 9 was allocated before it was restored' -- \
 			ONLY=gmem_userfault_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-kvm-maps-ignore-userfault-$kver"
+		;;
+	vcpu-map-ignores-userfault)
+		# kvm_vcpu_map() (a nested VMCB on VMLOAD) does not ask the
+		# userfault bitmap: it maps a page the VMM has not restored yet.
+		mutate vcpu-map-ignores-userfault virt/kvm/kvm_main.c \
+			's/\tif \(kvm_is_userfault_memslot\(slot\)\) \{\n(\t\tint r = kvm_gfn_userfault\(slot, gfn\);)/\tif (0) {\n$1/' || continue
+		must_fail vcpu-map-ignores-userfault shim ours \
+'gmem_ndm_test: "a nested VMCB on a page not restored yet \(KVM Userfault\): VMLOAD exits with its gpa, then loads it" FAILED: VMLOAD of an armed VMCB page: KVM_RUN returned 0, exit HLT' -- \
+			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-vcpu-map-ignores-userfault-shim"
 		;;
 	gpc-unbind-keeps-cache)
 		# Unbinding a gmem-only memslot leaves its pfn caches valid: a

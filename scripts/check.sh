@@ -125,6 +125,7 @@ run_step "must fail: pfn caches not on guest_memfd" build/results/mutant-ndm-no-
 run_step "must fail: ours without userfaultfd ops" build/results/mutant-no-uffd-ops.log scripts/check-mutants.sh no-uffd-ops
 run_step "must fail: a vCPU's NO_DIRECT_MAP fault page by page" build/results/mutant-ndm-vcpu-one-page.log scripts/check-mutants.sh ndm-vcpu-one-page
 run_step "must fail: pfn caches kept across a memslot unbind" build/results/mutant-gpc-unbind-keeps-cache.log scripts/check-mutants.sh gpc-unbind-keeps-cache
+run_step "must fail: kvm_vcpu_map() ignores userfault" build/results/mutant-vcpu-map-ignores-userfault.log scripts/check-mutants.sh vcpu-map-ignores-userfault
 run_step "tier arm64 (KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
 run_step "front ends: qemu-run, bench, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
 run_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh

@@ -1085,8 +1085,47 @@ out:
  * VMLOAD of a VMCB in a guest_memfd with @flags; what the vCPU holds after.
  * Returns a KSFT_* code; @exit_reason is KVM_RUN's last exit.
  */
-static int vmload_from(unsigned long long flags, uint32_t *exit_reason, uint64_t *lstar,
-		       uint64_t *kernel_gs_base, char *why, size_t whylen)
+/*
+ * The VMCB's page armed in the KVM_MEM_USERFAULT bitmap (a page not restored
+ * yet): VMLOAD maps it with kvm_vcpu_map(), which must exit to the VMM with
+ * the page's gpa (KVM_EXIT_MEMORY_FAULT, USERFAULT) and map nothing; with
+ * the bit cleared, the caller's KVM_RUN re-executes VMLOAD.
+ */
+static int vmload_armed(struct vm *vm, char *why, size_t whylen)
+{
+	static unsigned long bitmap;
+	struct kvm_userspace_memory_region2 region = {
+		.slot = 0,
+		.flags = KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT,
+		.memory_size = MEM_SIZE,
+		.userspace_addr = (uintptr_t)vm->mem,
+		.guest_memfd = vm->gmem,
+		.userfault_bitmap = (uintptr_t)&bitmap,
+	};
+	int e;
+
+	bitmap = 1UL << (VMCB_GPA / page);
+	if (ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "setting KVM_MEM_USERFAULT: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	arm_timeout();
+	e = ioctl(vm->vcpu, KVM_RUN, 0) ? errno : 0;
+	alarm(0);
+	if (e != EFAULT || vm->run->exit_reason != KVM_EXIT_MEMORY_FAULT ||
+	    !(vm->run->memory_fault.flags & KVM_MEMORY_EXIT_FLAG_USERFAULT) ||
+	    vm->run->memory_fault.gpa != VMCB_GPA) {
+		snprintf(why, whylen, "VMLOAD of an armed VMCB page: KVM_RUN %s, exit %s, gpa %#llx, want EFAULT and a userfault exit for %#x",
+			 e ? strerror(e) : "returned 0", exit_name(vm->run->exit_reason),
+			 (unsigned long long)vm->run->memory_fault.gpa, VMCB_GPA);
+		return KSFT_FAIL;
+	}
+	__atomic_store_n(&bitmap, 0, __ATOMIC_RELEASE);
+	return KSFT_PASS;
+}
+
+static int vmload_from(unsigned long long flags, bool armed, uint32_t *exit_reason,
+		       uint64_t *lstar, uint64_t *kernel_gs_base, char *why, size_t whylen)
 {
 	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
 	uint8_t *vmcb = calloc(1, page);
@@ -1120,6 +1159,11 @@ static int vmload_from(unsigned long long flags, uint32_t *exit_reason, uint64_t
 		r = KSFT_FAIL;
 		goto out;
 	}
+	if (armed) {
+		r = vmload_armed(&vm, why, whylen);
+		if (r != KSFT_PASS)
+			goto out;
+	}
 	arm_timeout();
 	if (ioctl(vm.vcpu, KVM_RUN, 0)) {
 		snprintf(why, whylen, "KVM_RUN: %s", strerror(errno));
@@ -1145,9 +1189,10 @@ out:
 
 /*
  * A nested guest's VMCB on NO_DIRECT_MAP memory, and on a plain guest_memfd
- * (the control): KVM maps it and VMLOAD loads it.
+ * (the control): KVM maps it and VMLOAD loads it. @armed: the VMCB's page
+ * is not restored yet (KVM Userfault) when VMLOAD first runs.
  */
-static int nested_vmcb_on_the_memory(char *why, size_t whylen)
+static int nested_vmcb(bool armed, char *why, size_t whylen)
 {
 	int r = need_flag_and_probe(why, whylen);
 	FILE *param = fopen("/sys/module/kvm_amd/parameters/vls", "r");
@@ -1168,7 +1213,7 @@ static int nested_vmcb_on_the_memory(char *why, size_t whylen)
 		uint32_t exit_reason = 0;
 		uint64_t lstar = 0, gs = 0;
 
-		r = vmload_from(kvm_map_files[f].flags, &exit_reason, &lstar, &gs, why, whylen);
+		r = vmload_from(kvm_map_files[f].flags, armed, &exit_reason, &lstar, &gs, why, whylen);
 		if (r != KSFT_PASS)
 			break;
 		if (exit_reason != KVM_EXIT_HLT) {
@@ -1185,6 +1230,16 @@ static int nested_vmcb_on_the_memory(char *why, size_t whylen)
 		}
 	}
 	return r;
+}
+
+static int nested_vmcb_on_the_memory(char *why, size_t whylen)
+{
+	return nested_vmcb(false, why, whylen);
+}
+
+static int nested_vmcb_not_restored(char *why, size_t whylen)
+{
+	return nested_vmcb(true, why, whylen);
 }
 
 /*
@@ -2130,6 +2185,8 @@ static const struct gmem_case cases[] = {
 	  kvmclock_follows_a_memslot_swap },
 	{ "a nested guest's VMCB on NO_DIRECT_MAP memory: KVM maps it and VMLOAD loads it",
 	  nested_vmcb_on_the_memory },
+	{ "a nested VMCB on a page not restored yet (KVM Userfault): VMLOAD exits with its gpa, then loads it",
+	  nested_vmcb_not_restored },
 	{ "KVM's instruction emulator reads guest code from NO_DIRECT_MAP memory (an MMIO store exits)",
 	  emulation_reads_the_memory },
 	{ "faults and fallocate() allocate only what they map or fill; closing the files gives it all back",
