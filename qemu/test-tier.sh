@@ -67,8 +67,8 @@ case "$tier" in
 stock|debian)
 	kver=$("$top/scripts/kernel-version.sh" kver)
 	if [ "$tier" = stock ] && [ "${MODULES:-ours}" != stock ]; then
-		"$top/scripts/build-modules.sh" "$kver" > "$top/build/modules-$kver.log" 2>&1 ||
-			die "module build failed: see build/modules-$kver.log"
+		"$top/scripts/build-modules.sh" "$kver" > "$top/build/modules-$name.log" 2>&1 ||
+			die "module build failed: see build/modules-$name.log"
 		args+=(--modules "${BUILD_OBJ:-$top/build/obj/$kver}")
 	else
 		args+=(--modules stock)
@@ -89,18 +89,19 @@ shim)
 	kdir=$("$top/scripts/build-kernel.sh")
 	kver=$(cat "$kdir/kver")
 	obj=${BUILD_OBJ:-$top/build/obj/$kver}
-	BUILD_OBJ=$obj "$top/scripts/build-modules.sh" "$kver" "$kdir/build" > "$top/build/modules-$kver.log" 2>&1 ||
-		die "module build against the shim kernel failed: see build/modules-$kver.log"
+	BUILD_OBJ=$obj "$top/scripts/build-modules.sh" "$kver" "$kdir/build" > "$top/build/modules-$name.log" 2>&1 ||
+		die "module build against the shim kernel failed: see build/modules-$name.log"
 	grep -q 'KVM_GMEM_MM_HOOK := y' "$obj/target.mk" ||
 		die "the shim kernel does not export the guestmem hook"
-	# gmem_ndm_test's test-only direct map probe, for this kernel only.
-	kmod="$top/build/tests-kmod"
+	# gmem_ndm_test's test-only direct map probe, for this kernel only;
+	# a directory per tier name: make check runs two must-fail tiers at once.
+	kmod="$top/build/tests-kmod/$name"
 	rm -rf "$kmod"
 	mkdir -p "$kmod/include"
 	cp "$top"/tests/kmod/* "$kmod/"
 	cp "$top/tests/include/gmem_dmap_probe.h" "$kmod/include/"
-	make -C "$kdir/build" M="$kmod" modules > "$top/build/tests-kmod.log" 2>&1 ||
-		die "the test module build failed: see build/tests-kmod.log"
+	make -C "$kdir/build" M="$kmod" modules > "$kmod.log" 2>&1 ||
+		die "the test module build failed: see build/tests-kmod/$name.log"
 	extra+=("$kmod/gmem_dmap_probe.ko")
 	args+=(--kernel "$kdir" --modules "$obj" --initrd none)
 	;;

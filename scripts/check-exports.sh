@@ -4,7 +4,7 @@
 # sym in the symbol namespace "module:kvm": the loader lets any module that
 # imports that namespace link against it, whatever its name. So check every
 # module we build for the shim kernel: ours (build/obj/<kver>/*.ko) and the
-# test module gmem_dmap_probe.ko (build/tests-kmod/, if the shim tier built
+# test module gmem_dmap_probe.ko (build/tests-kmod/shim/, if the shim tier built
 # it). Fails closed: no Module.symvers, no kvm.ko, or an export of mm-shim
 # 0007 missing or outside "module:kvm" is a failure.
 #   check-exports.sh [KERNEL_DIR]
@@ -22,7 +22,7 @@ kdir=${1:-$("$top/scripts/build-kernel.sh" shim)}
 kver=$(cat "$kdir/kver")
 symvers="$kdir/build/Module.symvers"
 obj=${BUILD_OBJ:-$top/build/obj/$kver}
-probe="$top/build/tests-kmod/gmem_dmap_probe.ko"
+probe="$top/build/tests-kmod/shim/gmem_dmap_probe.ko"
 [ -s "$symvers" ] || die "$symvers missing or empty"
 
 # Module.symvers: crc, symbol, module, export type, namespace (tab-separated;

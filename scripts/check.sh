@@ -59,6 +59,41 @@ run_step() {
 	return $rc
 }
 
+# Steps two at a time: start_step NAME LOG COMMAND... starts one in the
+# background (waiting first for the oldest running one while two run), and
+# end_steps waits for the rest; verdicts are recorded in start order, as
+# run_step records them. For steps that need nothing from each other and
+# no quiet machine: the must-fail runs (one TCG guest each, one host thread
+# per guest, gmem programs only, no timing-sensitive selftests) and the
+# package builds. The tiers whose selftests measure time (hyperv_clock,
+# xapic_state_test) and the boot tiers keep running alone.
+par_pids=() par_names=() par_logs=() par_t0=()
+start_step() {
+	local name=$1 log=$2
+	shift 2
+	[ ${#par_pids[@]} -lt 2 ] || finish_oldest_step
+	step "$name ... (two at a time)"
+	( ( "$@"; rc=$?; children_cpu $BASHPID > "$log.cpu"; exit $rc ) > "$log" 2>&1
+	  echo $? > "$log.rc" ) &
+	par_pids+=($!) par_names+=("$name") par_logs+=("$log") par_t0+=("$(date +%s)")
+}
+finish_oldest_step() {
+	local log=${par_logs[0]} rc cpu lines
+	wait "${par_pids[0]}"
+	rc=$(cat "$log.rc" 2>/dev/null || echo 1)
+	cpu=$(cat "$log.cpu" 2>/dev/null || echo 0)
+	rm -f "$log.rc" "$log.cpu"
+	[ "$rc" -eq 0 ] || tail -n 15 "$log" | sed 's/^/    /'
+	lines=$(wc -l < "$summary")
+	record "${par_names[0]}" $(( $(date +%s) - par_t0[0] )) "$rc" "$log" "$cpu"
+	tail -n +$((lines + 1)) "$summary"
+	par_pids=("${par_pids[@]:1}") par_names=("${par_names[@]:1}")
+	par_logs=("${par_logs[@]:1}") par_t0=("${par_t0[@]:1}")
+}
+end_steps() {
+	while [ ${#par_pids[@]} -gt 0 ]; do finish_oldest_step; done
+}
+
 # The guest image and the two custom kernels cost ~25 min of CPU cold. Build
 # them from the start, in the background and at the lowest priority: they
 # take the core a TCG guest leaves idle during the first tiers, and a tier
@@ -92,9 +127,7 @@ trap 'kill -- -$prebuild 2>/dev/null' EXIT
 # debian/changelog must be at VERSION too.
 run_step "dkms.conf, changelog up to date" build/results/dkms-conf.log scripts/check-packaging.sh
 run_step "package: make deb, lintian" build/results/deb.log scripts/check-deb.sh
-run_step "package: dkms build (native)" build/results/dkms-build.log scripts/check-dkms-build.sh
 run_step "prepare + modules (Debian kernel)" build/results/modules.log make -s modules
-run_step "Debian 13: series, modules, CRCs" build/results/debian13-build.log scripts/check-release-build.sh 13
 run_step "selftests + tests" build/results/selftests.log make -s selftests
 run_step "tier stock (our modules)" build/results/tier-stock.log qemu/test-tier.sh stock
 run_step "tier stock-boot (a Linux guest)" build/results/tier-stock-boot.log qemu/test-tier.sh stock-boot
@@ -107,25 +140,36 @@ if [ -f build/results/stock/summary.txt ] && [ -f build/results/debian/summary.t
 	run_step "regression: debian vs ours" build/results/compare.log \
 		scripts/compare-tiers.sh build/results/debian build/results/stock
 fi
-# The tiers' expectations must notice each feature gone (scripts/check-mutants.sh).
-run_step "must fail: Debian's modules" build/results/mutant-debian.log scripts/check-mutants.sh debian-modules
-run_step "must fail: Linux guest, Debian's modules" build/results/mutant-debian-boot.log scripts/check-mutants.sh debian-boot
-run_step "must fail: ours without host mmap" build/results/mutant-no-mmap.log scripts/check-mutants.sh no-host-mmap
-run_step "must fail: ours without NUMA placement" build/results/mutant-no-numa.log scripts/check-mutants.sh no-numa-policy
-run_step "must fail: ours without attribute lookup" build/results/mutant-no-attr.log scripts/check-mutants.sh no-attr-lookup
-run_step "must fail: ours without write()" build/results/mutant-no-write-check.log scripts/check-mutants.sh no-write
-run_step "must fail: ours without vCPU userfault exits" build/results/mutant-no-vcpu-userfault.log scripts/check-mutants.sh no-vcpu-userfault
-run_step "must fail: KVM's mappings ignore userfault" build/results/mutant-kvm-maps-ignore-userfault.log scripts/check-mutants.sh kvm-maps-ignore-userfault
+# The tiers' expectations must notice each feature gone
+# (scripts/check-mutants.sh); each run's own log is
+# build/results/mutant-NAME.log, the check's verdict mutant-NAME-check.log.
+must_fail_step() {
+	start_step "must fail: $1" "build/results/mutant-$2-check.log" scripts/check-mutants.sh "$2"
+}
+# The stock tier's must-fail runs, two at a time with the package builds
+# that no tier needs.
+start_step "package: dkms build (native)" build/results/dkms-build.log scripts/check-dkms-build.sh
+start_step "Debian 13: series, modules, CRCs" build/results/debian13-build.log scripts/check-release-build.sh 13
+must_fail_step "Debian's modules" debian-modules
+must_fail_step "Linux guest, Debian's modules" debian-boot
+must_fail_step "ours without host mmap" no-host-mmap
+must_fail_step "ours without NUMA placement" no-numa-policy
+must_fail_step "ours without attribute lookup" no-attr-lookup
+must_fail_step "ours without write()" no-write
+must_fail_step "ours without vCPU userfault exits" no-vcpu-userfault
+must_fail_step "KVM's mappings ignore userfault" kvm-maps-ignore-userfault
+end_steps
 run_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
 run_step "tier shim-boot (a Linux guest)" build/results/tier-shim-boot.log qemu/test-tier.sh shim-boot
 run_step "mm-shim exports: only kvm imports them" build/results/mm-shim-exports.log scripts/check-exports.sh
-run_step "must fail: ours without NO_DIRECT_MAP" build/results/mutant-no-ndm.log scripts/check-mutants.sh no-direct-map
-run_step "must fail: ours without the TLB flush" build/results/mutant-ndm-no-flush-check.log scripts/check-mutants.sh ndm-no-flush
-run_step "must fail: pfn caches not on guest_memfd" build/results/mutant-ndm-no-gmem-pfncache-check.log scripts/check-mutants.sh ndm-no-gmem-pfncache
-run_step "must fail: ours without userfaultfd ops" build/results/mutant-no-uffd-ops.log scripts/check-mutants.sh no-uffd-ops
-run_step "must fail: a vCPU's NO_DIRECT_MAP fault page by page" build/results/mutant-ndm-vcpu-one-page.log scripts/check-mutants.sh ndm-vcpu-one-page
-run_step "must fail: pfn caches kept across a memslot unbind" build/results/mutant-gpc-unbind-keeps-cache.log scripts/check-mutants.sh gpc-unbind-keeps-cache
-run_step "must fail: kvm_vcpu_map() ignores userfault" build/results/mutant-vcpu-map-ignores-userfault.log scripts/check-mutants.sh vcpu-map-ignores-userfault
+must_fail_step "ours without NO_DIRECT_MAP" no-direct-map
+must_fail_step "ours without the TLB flush" ndm-no-flush
+must_fail_step "pfn caches not on guest_memfd" ndm-no-gmem-pfncache
+must_fail_step "ours without userfaultfd ops" no-uffd-ops
+must_fail_step "a vCPU's NO_DIRECT_MAP fault page by page" ndm-vcpu-one-page
+must_fail_step "pfn caches kept across a memslot unbind" gpc-unbind-keeps-cache
+must_fail_step "kvm_vcpu_map() ignores userfault" vcpu-map-ignores-userfault
+end_steps
 run_step "tier arm64 (KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
 run_step "front ends: qemu-run, bench, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
 run_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh
