@@ -55,8 +55,16 @@ if [ "$DEBIAN" != 12 ]; then
 	esac
 fi
 name=$tier$release$suffix
+# The run's own name for its files: the tier's, or a caller's --tier (the
+# must-fail runs, which make check runs two at a time, each its own).
+run=$name
+prev=
+for arg in "$@"; do
+	[ "$prev" != --tier ] || run=$arg
+	prev=$arg
+done
 results="$top/build/results/$name"
-stage="$top/build/stage/$name"
+stage="$top/build/stage/$run"
 args=(--tier "$name" --results "$results" --expect "$top/tests/expect/$tier$suffix")
 lists=("$top/tests/list")
 [ -z "$suffix" ] || lists=("$top/tests/$tier-boot-list")
@@ -67,8 +75,8 @@ case "$tier" in
 stock|debian)
 	kver=$("$top/scripts/kernel-version.sh" kver)
 	if [ "$tier" = stock ] && [ "${MODULES:-ours}" != stock ]; then
-		"$top/scripts/build-modules.sh" "$kver" > "$top/build/modules-$name.log" 2>&1 ||
-			die "module build failed: see build/modules-$name.log"
+		"$top/scripts/build-modules.sh" "$kver" > "$top/build/modules-$run.log" 2>&1 ||
+			die "module build failed: see build/modules-$run.log"
 		args+=(--modules "${BUILD_OBJ:-$top/build/obj/$kver}")
 	else
 		args+=(--modules stock)
@@ -89,19 +97,19 @@ shim)
 	kdir=$("$top/scripts/build-kernel.sh")
 	kver=$(cat "$kdir/kver")
 	obj=${BUILD_OBJ:-$top/build/obj/$kver}
-	BUILD_OBJ=$obj "$top/scripts/build-modules.sh" "$kver" "$kdir/build" > "$top/build/modules-$name.log" 2>&1 ||
-		die "module build against the shim kernel failed: see build/modules-$name.log"
+	BUILD_OBJ=$obj "$top/scripts/build-modules.sh" "$kver" "$kdir/build" > "$top/build/modules-$run.log" 2>&1 ||
+		die "module build against the shim kernel failed: see build/modules-$run.log"
 	grep -q 'KVM_GMEM_MM_HOOK := y' "$obj/target.mk" ||
 		die "the shim kernel does not export the guestmem hook"
 	# gmem_ndm_test's test-only direct map probe, for this kernel only;
 	# a directory per tier name: make check runs two must-fail tiers at once.
-	kmod="$top/build/tests-kmod/$name"
+	kmod="$top/build/tests-kmod/$run"
 	rm -rf "$kmod"
 	mkdir -p "$kmod/include"
 	cp "$top"/tests/kmod/* "$kmod/"
 	cp "$top/tests/include/gmem_dmap_probe.h" "$kmod/include/"
 	make -C "$kdir/build" M="$kmod" modules > "$kmod.log" 2>&1 ||
-		die "the test module build failed: see build/tests-kmod/$name.log"
+		die "the test module build failed: see build/tests-kmod/$run.log"
 	extra+=("$kmod/gmem_dmap_probe.ko")
 	args+=(--kernel "$kdir" --modules "$obj" --initrd none)
 	;;
@@ -152,7 +160,7 @@ fi
 # needs none of the tier's staged, nor built.
 case " $* " in *" --tests "*) lists=() ;; esac
 if [ -n "${ONLY:-}" ] && [ ${#lists[@]} -gt 0 ]; then
-	only="$top/build/stage/$name.only-list"
+	only="$top/build/stage/$run.only-list"
 	mkdir -p "$top/build/stage"
 	awk -v only=" $ONLY " '$1 !~ /^#/ && NF && index(only, " " $1 " ")' "${lists[@]}" >"$only"
 	[ -s "$only" ] || die "ONLY='$ONLY': no such program in the tier's lists"

@@ -35,6 +35,16 @@
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
+# The exerciser (gmem_fsx, its fixed seeds) must find a defect the reviews
+# found, naming the operation and the page:
+#   fsx-gpc-restore  stock tier, kvmclock's pfn cache allocates a page armed
+#                    for KVM Userfault (as kvm-maps-ignore-userfault)
+#   fsx-conversion-ignores-pins stock tier, a conversion to private that does
+#                    not look for references (a vmsplice() pin)
+#   fsx-ndm-window-into-punched shim tier, a NO_DIRECT_MAP fault's window
+#                    that runs into a range punched since (issue 39, 15)
+#   fsx-ndm-vcpu-one-page shim tier, a vCPU's NO_DIRECT_MAP fault without
+#                    its window (as ndm-vcpu-one-page)
 # A mutant passes this check only if its run ended in a judged "RESULT:
 # FAIL" of its own (the summary is removed first), its modules loaded (our
 # mutant, or Debian's), no crash, timeout or splat is among the problems,
@@ -146,7 +156,9 @@ must_fail() {
 mutants=("$@")
 [ $# -gt 0 ] || mutants=(debian-modules debian-boot no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
 			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault kvm-maps-ignore-userfault
-			 ndm-vcpu-one-page gpc-unbind-keeps-cache vcpu-map-ignores-userfault)
+			 ndm-vcpu-one-page gpc-unbind-keeps-cache vcpu-map-ignores-userfault
+			 fsx-gpc-restore fsx-conversion-ignores-pins fsx-ndm-window-into-punched
+			 fsx-ndm-vcpu-one-page)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -304,6 +316,34 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		must_fail gpc-unbind-keeps-cache shim ours \
 'gmem_ndm_test: "kvmclock follows a gmem-only memslot swapped for a plain one at the same hva" FAILED: plain guest_memfd: after the memslot swap at the same hva, kvmclock never reached the new memslot.s memory' -- \
 			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-gpc-unbind-keeps-cache-shim"
+		;;
+	fsx-gpc-restore)
+		mutate fsx-gpc-restore virt/kvm/pfncache.c \
+			's/if \(!kvm_is_error_gpa\(gpc->gpa\) && kvm_is_userfault_memslot\(gpc->memslot\) &&/if (0 \&\&/' || continue
+		must_fail fsx-gpc-restore stock ours \
+'gmem_fsx: "plain file: fixed seeds, .*" FAILED: plain file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (armed page [0-9]+ (was allocated|is in the file) before it was restored|page [0-9]+ is in the file, the model says a hole \(armed, not restored yet\))' -- \
+			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-gpc-restore-$kver"
+		;;
+	fsx-conversion-ignores-pins)
+		mutate fsx-conversion-ignores-pins virt/kvm/guest_memfd.c \
+			's/if \(refs > expected\) \{/if (0) {/' || continue
+		must_fail fsx-conversion-ignores-pins stock ours \
+'gmem_fsx: "in-place file: fixed seeds, .*" FAILED: inplace file, seed [0-9]+, op #[0-9]+ \(convert pages [0-9]+-[0-9]+\): to private over pinned page [0-9]+: converted' -- \
+			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-conversion-ignores-pins-$kver"
+		;;
+	fsx-ndm-window-into-punched)
+		mutate fsx-ndm-window-into-punched virt/kvm/guest_memfd.c \
+			's/\tif \(mas_find\(&mas, end - 1\)\)\n\t\tend = max\(mas.index, index \+ 1\);/\tmas_find(&mas, end - 1);/' || continue
+		must_fail fsx-ndm-window-into-punched shim ours \
+'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)' -- \
+			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-ndm-window-into-punched-shim"
+		;;
+	fsx-ndm-vcpu-one-page)
+		mutate fsx-ndm-vcpu-one-page virt/kvm/guest_memfd.c \
+			's/(\tif \(nr_around\)\n\t\tend = kvm_gmem_vcpu_fault_end\(slot, inode, index\);\n)/\tif (0)\n\t\tend = kvm_gmem_vcpu_fault_end(slot, inode, index);\n/' || continue
+		must_fail fsx-ndm-vcpu-one-page shim ours \
+'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)' -- \
+			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-ndm-vcpu-one-page-shim"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

@@ -14,8 +14,16 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 tree=$("$top/scripts/tree.sh")
 work="$top/build/check-series"
-export BUILD_SRC="$work/src" BUILD_OBJ="$work/obj" BUILD_SELFTESTS="$work/selftests"
-mkdir -p "$work"
+# The KVM series builds, patch by patch, in one fixed place outside the
+# clone: ccache's hash holds the compiler's paths, so a build in the clone
+# would miss every object a check in another clone compiled. One check at a
+# time uses it (cache_lock), and it is made afresh each time: a scratch
+# directory, not a cache.
+cache_lock check-series
+scratch="$KVM_GMEM_CACHE/work/check-series"
+rm -rf "$scratch"
+mkdir -p "$work" "$scratch"
+export BUILD_SRC="$scratch/src" BUILD_OBJ="$scratch/obj" BUILD_SELFTESTS="$work/selftests"
 
 mapfile -t patches < <(grep -v '^#' "$top/src/series" | grep .)
 n=0

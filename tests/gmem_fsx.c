@@ -1,33 +1,55 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gmem_fsx: an fsx for guest_memfd (issue 41, its first step: one file, the
- * host's operations). Random operations on a guest_memfd, each on a random
- * page range; a shadow model says for every page what it must hold and
- * whether the file has it, and every read and every probe is checked against
- * it. A mismatch stops the run and prints the seed, the operation number and
- * the last 50 operations; `gmem_fsx -s SEED -n OPS [-k plain|ndm]` replays a
- * run exactly.
+ * gmem_fsx: an fsx for guest_memfd (issue 41). Random operations on a
+ * guest_memfd, each on a random page range; a shadow model says for every
+ * page what it must hold, whether the file has it, whether it is private and
+ * whether it is armed for KVM Userfault, and every read and every probe is
+ * checked against it. A mismatch stops the run and prints the seed, the
+ * operation number and the last 50 operations; `gmem_fsx -s SEED -n OPS
+ * [-k plain|ndm|inplace]` replays a run exactly.
  *
- * Operations: write and read through the mapping (each page faulted in
- * order), pwrite() (GUEST_MEMFD_FLAG_WRITE), fallocate() allocate and punch
- * hole, unmap and map again, MADV_RANDOM and MADV_NORMAL, and a probe of
- * the whole file with cachestat(). The model knows what allocates what:
- * a plain file's fault its own page; a NO_DIRECT_MAP file's fault on a hole
- * the window of src/virt/0024 (only where the page before it is there, up to
- * the end of its 16-page block, never into a range punched since the file
- * was created, not under MADV_RANDOM, none with gmem_ndm_batch=0), which the
- * probe then checks page by page. With NO_DIRECT_MAP the pages out of the
- * direct map (debugfs kvm/gmem_ndm_folios) must be the pages the file has.
+ * The file is bound, 12 pages of it at a time, to a gmem-only memslot of the
+ * VM that created it (guest physical 0x4000), and a real-mode vCPU reads it
+ * there. Operations: write and read through the mapping (each page faulted
+ * in order), pwrite() (GUEST_MEMFD_FLAG_WRITE), fallocate() allocate and
+ * punch hole, unmap and map again, MADV_RANDOM and MADV_NORMAL, a probe of
+ * the whole file with cachestat(); a vCPU reading a page of the memslot
+ * (the guest checks every byte); the memslot deleted and made again over
+ * another part of the file; kvmclock placed on a page of the memslot (KVM
+ * writes it through its pfn cache); KVM Userfault: pages punched and armed
+ * in the memslot's bitmap as a lazy restore leaves them, each restored by
+ * pwrite() and disarmed when the vCPU or kvmclock exits on it or before a
+ * host operation touches it; and, in the in-place kind, conversion of a
+ * range between shared and private (KVM_SET_MEMORY_ATTRIBUTES2) and a page
+ * pinned by vmsplice() meanwhile, which a conversion to private must refuse
+ * with EAGAIN naming that page.
  *
- * Without arguments: TAP cases, fixed seeds and one random seed (printed),
- * on a plain MMAP | INIT_SHARED | WRITE file and, where offered, a
- * NO_DIRECT_MAP one. Not yet (issue 41): vCPUs, conversion, userfaultfd,
- * KVM Userfault, kvmclock, memslot changes, threads.
+ * The model knows what allocates what: a plain file's fault its own page; a
+ * NO_DIRECT_MAP file's host or vCPU fault on a hole the window of
+ * src/virt/0024 and 0028 (only where the page before it is there, up to the
+ * end of its 16-page block, within the mapping or the memslot, never into a
+ * range punched since the file was created, not under MADV_RANDOM, none in a
+ * KVM Userfault memslot or with gmem_ndm_batch=0), which the probe then
+ * checks page by page; an armed page stays a hole until it is restored,
+ * whoever touches it. With NO_DIRECT_MAP the pages out of the direct map
+ * (debugfs kvm/gmem_ndm_folios) must be the pages the file has. kvmclock's
+ * page is the one the model cannot time: KVM allocates it when it updates
+ * the clock, so its presence is read back after each operation (never for
+ * an armed page) and its first 32 bytes are the clock's.
+ *
+ * File kinds: plain (a default VM's MMAP | INIT_SHARED | WRITE file), ndm
+ * (the same with NO_DIRECT_MAP, the shim kernel), inplace (a SW_PROTECTED
+ * VM created with kvm.gmem_in_place_conversion=1, MMAP | INIT_SHARED, no
+ * write(), no KVM Userfault or kvmclock yet). Without arguments: TAP cases,
+ * fixed seeds and one random seed (printed) per kind offered. Not yet: a
+ * vCPU that writes, uffd, NUMA, several threads.
  *
  * Modules without host mappings of guest_memfd: SKIP, or FAIL with ours.
  */
 #include <linux/falloc.h>
+#include <linux/mempolicy.h>
 #include <stdarg.h>
+#include <sys/syscall.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -39,18 +61,49 @@
 #define HISTORY		50
 #define NDM_FOLIOS	GMEM_DEBUGFS "/kvm/gmem_ndm_folios"
 #define NDM_BATCH_PARAM	"/sys/module/kvm/parameters/gmem_ndm_batch"
+#define WAIT_PARAM	"/sys/module/kvm/parameters/gmem_conversion_wait_ms"
 #define WINDOW		16	/* KVM_GMEM_NDM_FAULT_AROUND */
 #define FLAGS		(GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED | GUEST_MEMFD_FLAG_WRITE)
+#define INPLACE_FLAGS	(GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED)
+#define CTL_SIZE	0x4000	/* guest code and parameters: anonymous memory */
+#define SLOT_GPA	0x4000	/* the memslot over the file: what real mode reaches */
+#define SLOT_PAGES	12
+#define MAX_SERVES	8	/* userfault exits one vCPU read may take */
 
-enum op_kind { MAP_WRITE, MAP_READ, PWRITE, FALLOC, PUNCH, REMAP, RANDOM, NORMAL, PROBE, NR_KINDS };
+enum file_kind { FK_PLAIN, FK_NDM, FK_INPLACE, NR_FILE_KINDS };
+static const char *const file_kind_name[NR_FILE_KINDS] = { "plain", "ndm", "inplace" };
+
+enum op_kind {
+	MAP_WRITE, MAP_READ, PWRITE, FALLOC, PUNCH, REMAP, RANDOM, NORMAL, PROBE,
+	VCPU_READ, REBIND, CLOCK, ARM, CONVERT, PIN, UNPIN, MBIND, DISARM, RECREATE, NR_KINDS
+};
 
 static const char *const kind_name[NR_KINDS] = {
 	"map-write", "map-read", "pwrite", "fallocate", "punch", "remap", "madv-random",
-	"madv-normal", "probe",
+	"madv-normal", "probe", "vcpu-read", "rebind", "kvmclock", "arm", "convert", "pin",
+	"unpin", "mbind", "disarm", "recreate",
 };
 
-/* Out of 100: what a run is made of. */
-static const int kind_weight[NR_KINDS] = { 22, 22, 12, 10, 14, 4, 3, 3, 10 };
+/* Out of 100 per file kind: what a run is made of. */
+static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
+	/*         mw  mr  pw  fa  pu  re  ra  no  pr  vc  rb  cl  ar  cv  pi  un  mb  da  rc */
+	[FK_PLAIN]   = { 15, 14, 9, 7, 10, 3, 2, 2, 8, 14, 3, 3, 5, 0, 0, 0, 2, 2, 1 },
+	[FK_NDM]     = { 15, 14, 9, 7, 10, 3, 2, 2, 8, 14, 3, 3, 5, 0, 0, 0, 2, 2, 1 },
+	[FK_INPLACE] = { 15, 14, 0, 8, 10, 3, 2, 2, 8, 14, 3, 0, 0, 12, 3, 3, 2, 0, 1 },
+};
+
+/* Events a run counts, to say what it covered. */
+enum event {
+	EV_UF_EXIT, EV_CLOCK_EXIT, EV_RESTORE, EV_VCPU_HOLE, EV_VCPU_PRIVATE, EV_WINDOW,
+	EV_PRIVATE_SIGBUS, EV_EAGAIN, EV_CONVERTED, EV_CLOCK_ALLOC, EV_REMOTE, NR_EVENTS
+};
+
+static const char *const event_name[NR_EVENTS] = {
+	"userfault exits of the vCPU", "of kvmclock", "restores", "vCPU faults on holes",
+	"vCPU reads of private pages", "NO_DIRECT_MAP windows", "host SIGBUS on private pages",
+	"EAGAIN on a pin", "conversions", "kvmclock pages allocated by KVM",
+	"pages checked on the other node",
+};
 
 struct op {
 	long nr;
@@ -59,31 +112,49 @@ struct op {
 	uint8_t val;
 };
 
-/* What the file must be: per page, its bytes (all one value) and whether it is there. */
+/* What the file must be: per page, its bytes (all one value) and its state. */
 struct model {
 	uint8_t val[NPAGES];
 	bool present[NPAGES];
 	bool punched[NPAGES];	/* ever, since the file was created */
+	bool private[NPAGES];	/* inplace: converted to private */
+	bool armed[NPAGES];	/* KVM Userfault: a hole until restored */
+	bool clock[NPAGES];	/* the first PVCLOCK_SIZE bytes may be kvmclock's */
+	int8_t policy[NPAGES];	/* the node mbind() bound it to, or -1 */
+	int8_t vma_policy[NPAGES];	/* what this mapping's mbind() set, or -1 */
+	int8_t node[NPAGES];	/* where the page the file has must be, or -1 */
 	bool random;		/* MADV_RANDOM on the mapping */
 };
 
 struct run {
 	uint64_t seed, rng;
 	long ops;
-	bool ndm;
+	enum file_kind fk;
+	bool ndm, userfault;
 	int batch;		/* gmem_ndm_batch */
-	int vm, fd;
+	int fd;
+	struct vm vm;		/* vm.mem: the guest's code and parameters */
 	uint8_t *map;
 	uint8_t *buf;
 	long ndm_base;
+	int slot_off;		/* the file page at SLOT_GPA */
+	bool slot_uf;		/* the memslot has KVM_MEM_USERFAULT */
+	unsigned long bitmap;	/* its userfault bitmap, a bit per memslot page */
+	int clock_slot;		/* kvmclock's page in the memslot, or -1 */
+	int pin_fd, pin_page;	/* a vmsplice() pin and the file page it holds */
 	struct model m;
 	struct op history[HISTORY];
+	/* What the run covered: per operation kind, and the events below. */
+	long count[NR_KINDS], ev[NR_EVENTS];
 	long done;
 	char *why;
 	size_t whylen;
 };
 
 static long page;
+static bool verbose;		/* -v: print every operation as it runs */
+static bool probe_each;		/* -p: probe after every operation (replays) */
+static int nnodes, local_node;	/* the test runs on CPU 0, of local_node */
 
 static uint64_t rnd(struct run *r)
 {
@@ -105,7 +176,7 @@ static void print_history(struct run *r)
 
 	ksft_print_msg("seed %llu: the last %ld operations (replay: gmem_fsx -s %llu -n %ld -k %s)\n",
 		       (unsigned long long)r->seed, r->done - from, (unsigned long long)r->seed,
-		       r->done, r->ndm ? "ndm" : "plain");
+		       r->done, file_kind_name[r->fk]);
 	for (long i = from; i < r->done; i++) {
 		const struct op *o = &r->history[i % HISTORY];
 
@@ -125,65 +196,152 @@ static bool fail(struct run *r, const struct op *o, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	snprintf(r->why, r->whylen, "seed %llu, op #%ld (%s pages %d-%d): %s",
-		 (unsigned long long)r->seed, o->nr, kind_name[o->kind], o->first,
-		 o->first + o->n - 1, what);
+	snprintf(r->why, r->whylen, "%s file, seed %llu, op #%ld (%s pages %d-%d): %s",
+		 file_kind_name[r->fk], (unsigned long long)r->seed, o->nr, kind_name[o->kind],
+		 o->first, o->first + o->n - 1, what);
 	print_history(r);
 	return false;
+}
+
+static bool in_slot(const struct run *r, int i)
+{
+	return i >= r->slot_off && i < r->slot_off + SLOT_PAGES;
+}
+
+/*
+ * May the first PVCLOCK_SIZE bytes of page @i be kvmclock's? Those of its
+ * page now (KVM writes them whenever it updates the clock, whatever was
+ * written, punched or restored there since), and those of a page it was on.
+ */
+static bool clock_bytes(const struct run *r, int i)
+{
+	return r->m.clock[i] || (r->clock_slot >= 0 && i == r->slot_off + r->clock_slot);
+}
+
+/*
+ * The end of a NO_DIRECT_MAP fault's window at the hole @i, within @limit
+ * (kvm_gmem_ndm_window_end()): only where the page before it is there.
+ */
+static int model_window_end(struct run *r, int i, int limit)
+{
+	struct model *m = &r->m;
+	int end = i + 1;
+
+	if (!r->ndm || !r->batch || i == 0 || !m->present[i - 1])
+		return end;
+	end = (i + WINDOW) / WINDOW * WINDOW;
+	if (end > limit)
+		end = limit;
+	if (end > NPAGES)
+		end = NPAGES;
+	for (int j = i + 1; j < end; j++) {
+		if (m->punched[j] || m->present[j])
+			return j;
+	}
+	return end;
+}
+
+/* A new page @i of the file: where its policy, or the local node, puts it. */
+static void model_new_page(struct run *r, int i)
+{
+	r->m.present[i] = true;
+	r->m.node[i] = r->m.policy[i] >= 0 ? r->m.policy[i] : local_node;
+}
+
+static void model_allocate(struct run *r, int from, int end)
+{
+	for (int j = from; j < end; j++) {
+		model_new_page(r, j);
+		r->m.val[j] = 0;
+	}
 }
 
 /* A hole at @i is faulted in through the mapping: what the file then has. */
 static void model_fault(struct run *r, int i)
 {
-	struct model *m = &r->m;
-	int end = i + 1;
-
-	if (m->present[i])
+	if (r->m.present[i])
 		return;
-	if (r->ndm && r->batch && !m->random && i > 0 && m->present[i - 1]) {
-		end = (i + WINDOW) / WINDOW * WINDOW;
-		if (end > NPAGES)
-			end = NPAGES;
-		if (end > i + r->batch)
-			end = i + r->batch;
-		for (int j = i + 1; j < end; j++) {
-			if (m->punched[j] || m->present[j]) {
-				end = j;
-				break;
-			}
-		}
-	}
-	for (int j = i; j < end; j++) {
-		m->present[j] = true;
-		m->val[j] = 0;
-	}
+	/* The mapping is the whole file, and in one page table. */
+	int end = r->m.random ? i + 1 : model_window_end(r, i, NPAGES);
+
+	r->ev[EV_WINDOW] += end > i + 1;
+	model_allocate(r, i, end);
 }
 
-static bool map_file(struct run *r)
+/* A vCPU's fault on the hole @i (kvm_gmem_vcpu_fault_end()). */
+static void model_vcpu_fault(struct run *r, int i)
 {
-	/* 2 MiB-aligned, so that the file sits in one page table. */
-	uint8_t *area = mmap(NULL, NPAGES * page + (2UL << 20), PROT_NONE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r->m.present[i])
+		return;
+	int end = r->slot_uf ? i + 1 : model_window_end(r, i, r->slot_off + SLOT_PAGES);
 
-	if (area == MAP_FAILED)
-		return false;
-	r->map = (uint8_t *)(((uintptr_t)area + (2UL << 20) - 1) & ~((2UL << 20) - 1));
-	if ((uint8_t *)r->map != area)
-		munmap(area, r->map - area);
-	munmap(r->map + NPAGES * page, area + NPAGES * page + (2UL << 20) - (r->map + NPAGES * page));
-	return mmap(r->map, NPAGES * page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+	r->ev[EV_VCPU_HOLE]++;
+	r->ev[EV_WINDOW] += end > i + 1;
+	model_allocate(r, i, end);
+}
+
+static bool map_file(struct run *r, uint8_t *at)
+{
+	uint8_t *area;
+
+	if (!at) {
+		/* 2 MiB-aligned, so that the file sits in one page table. */
+		area = mmap(NULL, NPAGES * page + (2UL << 20), PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (area == MAP_FAILED)
+			return false;
+		at = (uint8_t *)(((uintptr_t)area + (2UL << 20) - 1) & ~((2UL << 20) - 1));
+		if (at != area)
+			munmap(area, at - area);
+		munmap(at + NPAGES * page, area + NPAGES * page + (2UL << 20) - (at + NPAGES * page));
+	}
+	/* Again at the same address: the memslot's userspace_addr points there. */
+	r->map = at;
+	return mmap(at, NPAGES * page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		    r->fd, 0) != MAP_FAILED;
 }
 
-/* Every byte of page @i through the mapping is the model's. */
+/* Every byte of page @i through the mapping is the model's (kvmclock's aside). */
 static bool check_page(struct run *r, const struct op *o, int i)
 {
-	const uint8_t *p = r->map + (long)i * page;
+	uint8_t *p = r->map + (long)i * page;
 
-	for (long b = 0; b < page; b++) {
+	if (r->m.private[i]) {
+		if (!gmem_sigbus(p, false))
+			return fail(r, o, "page %d is private, but the host can read it", i);
+		return true;
+	}
+	for (long b = clock_bytes(r, i) ? PVCLOCK_SIZE : 0; b < page; b++) {
 		if (p[b] != r->m.val[i])
 			return fail(r, o, "page %d byte %ld reads %#x, want %#x", i, b, p[b],
 				    r->m.val[i]);
+	}
+	return true;
+}
+
+/* Every shared page the file has is on the node the model says (move_pages(2)). */
+static bool check_nodes(struct run *r, const struct op *o)
+{
+	void *addr[NPAGES];
+	int idx[NPAGES], status[NPAGES], n = 0;
+
+	if (nnodes < 2)
+		return true;
+	for (int i = 0; i < NPAGES; i++) {
+		if (!r->m.present[i] || r->m.private[i] || r->m.node[i] < 0)
+			continue;
+		/* Mapped for move_pages(): a read of a page the file has allocates nothing. */
+		(void)*(volatile uint8_t *)(r->map + (long)i * page);
+		addr[n] = r->map + (long)i * page;
+		idx[n++] = i;
+	}
+	if (n && syscall(__NR_move_pages, 0, n, addr, NULL, status, 0))
+		return fail(r, o, "move_pages: %s", strerror(errno));
+	for (int j = 0; j < n; j++) {
+		if (status[j] != r->m.node[idx[j]])
+			return fail(r, o, "page %d is on node %d, want node %d (%s)", idx[j], status[j],
+				    r->m.node[idx[j]], r->m.policy[idx[j]] >= 0 ? "its policy" : "local");
+		r->ev[EV_REMOTE] += status[j] != local_node;
 	}
 	return true;
 }
@@ -197,7 +355,8 @@ static bool probe(struct run *r, const struct op *o)
 		if (gmem_cached_pages(r->fd, (long)i * page, page) != r->m.present[i])
 			return fail(r, o, "page %d is %s the file, the model says %s", i,
 				    r->m.present[i] ? "not in" : "in",
-				    r->m.present[i] ? "there" : "a hole");
+				    r->m.present[i] ? "there" :
+				    r->m.armed[i] ? "a hole (armed, not restored yet)" : "a hole");
 		want += r->m.present[i];
 	}
 	got = gmem_cached_pages(r->fd, 0, NPAGES * page);
@@ -208,7 +367,447 @@ static bool probe(struct run *r, const struct op *o)
 		if (out != want)
 			return fail(r, o, "%ld pages out of the direct map, the file has %ld", out, want);
 	}
+	return check_nodes(r, o);
+}
+
+/* The memslot over [slot_off, slot_off + SLOT_PAGES) of the file, or none. */
+static int set_slot(struct run *r, bool present, bool uf)
+{
+	struct kvm_userspace_memory_region2 region = {
+		.slot = 1,
+		.flags = KVM_MEM_GUEST_MEMFD | (uf ? KVM_MEM_USERFAULT : 0),
+		.guest_phys_addr = SLOT_GPA,
+		.memory_size = present ? SLOT_PAGES * page : 0,
+		.userspace_addr = (uintptr_t)(r->map + (long)r->slot_off * page),
+		.guest_memfd = r->fd,
+		.guest_memfd_offset = (uint64_t)r->slot_off * page,
+		.userfault_bitmap = uf ? (uintptr_t)&r->bitmap : 0,
+	};
+
+	if (ioctl(r->vm.vm, KVM_SET_USER_MEMORY_REGION2, &region))
+		return -errno;
+	r->slot_uf = uf && present;
+	return 0;
+}
+
+/* Restore the armed page @i as a lazy restore does: write() it, then disarm it. */
+static bool serve(struct run *r, const struct op *o, int i)
+{
+	if (!r->m.armed[i])
+		return true;
+	if (r->m.present[i])
+		return fail(r, o, "armed page %d was allocated before it was restored", i);
+	if (gmem_cached_pages(r->fd, (long)i * page, page))
+		return fail(r, o, "armed page %d is in the file before it was restored", i);
+	memset(r->buf, r->m.val[i], page);
+	if (pwrite(r->fd, r->buf, page, (off_t)i * page) != page)
+		return fail(r, o, "restoring armed page %d: %s", i, strerror(errno));
+	__atomic_and_fetch(&r->bitmap, ~(1UL << (i - r->slot_off)), __ATOMIC_RELEASE);
+	r->m.armed[i] = false;
+	model_new_page(r, i);
+	r->ev[EV_RESTORE]++;
+	/* A restore writes the whole page: kvmclock writes it again when it updates. */
+	r->m.clock[i] = r->clock_slot >= 0 && i == r->slot_off + r->clock_slot;
 	return true;
+}
+
+static bool serve_range(struct run *r, const struct op *o)
+{
+	for (int i = o->first; i < o->first + o->n; i++) {
+		if (!serve(r, o, i))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A userfault exit at @gpa: it must be an armed page of the memslot, the
+ * one the guest read or kvmclock's. Restore it.
+ */
+static bool serve_exit(struct run *r, const struct op *o, uint64_t gpa, int read)
+{
+	long k = ((long)gpa - SLOT_GPA) / page;
+	int i = r->slot_off + (int)k;
+
+	if (gpa < SLOT_GPA || k >= SLOT_PAGES || (gpa & (page - 1)))
+		return fail(r, o, "userfault exit at gpa %#llx, outside the memslot",
+			    (unsigned long long)gpa);
+	if (!r->m.armed[i])
+		return fail(r, o, "userfault exit at gpa %#llx (page %d), which is not armed",
+			    (unsigned long long)gpa, i);
+	if (i != read && k != r->clock_slot)
+		return fail(r, o, "userfault exit for page %d, neither the page read (%d) nor kvmclock's",
+			    i, read);
+	r->ev[i == read ? EV_UF_EXIT : EV_CLOCK_EXIT]++;
+	return serve(r, o, i);
+}
+
+/* The vCPU reads page @i of the memslot: every byte must be the model's. */
+static bool vcpu_read(struct run *r, const struct op *o, int i)
+{
+	int k = i - r->slot_off, skip = 0, s = -1;
+	uint64_t gpa = 0;
+	char why[256] = "";
+
+	for (int serves = 0; serves <= MAX_SERVES; serves++) {
+		if (!r->m.armed[i])
+			model_vcpu_fault(r, i);
+		/* A restore may have made it kvmclock's page again. */
+		skip = clock_bytes(r, i) ? PVCLOCK_SIZE : 0;
+		s = guest_round_at(&r->vm, SLOT_GPA + k * page + skip, page - skip, r->m.val[i], 0,
+				   &gpa, why, sizeof(why));
+		if (s != ROUND_USERFAULT)
+			break;
+		if (!serve_exit(r, o, gpa, i))
+			return false;
+	}
+	if (s == ROUND_USERFAULT)
+		return fail(r, o, "page %d: still userfault exits after %d restores", i, MAX_SERVES);
+	if (s < 0)
+		return fail(r, o, "vCPU reading page %d: %s", i, why);
+	if (r->m.armed[i])
+		return fail(r, o, "the vCPU read armed page %d without a userfault exit", i);
+	r->ev[EV_VCPU_PRIVATE] += r->m.private[i];
+	if (s != STATUS_MATCH)
+		return fail(r, o, "the vCPU reads page %d differently at byte %ld, want %#x everywhere%s",
+			    i, (long)get16(r->vm.mem + PARAM_GPA + A_STOP) - (SLOT_GPA + k * page),
+			    r->m.val[i], r->m.private[i] ? " (private)" : "");
+	return true;
+}
+
+/* Pages [first, first + n) through the mapping: a private one SIGBUSes, and stays. */
+static bool map_access(struct run *r, const struct op *o, bool write)
+{
+	struct model *m = &r->m;
+
+	for (int i = o->first; i < o->first + o->n; i++) {
+		uint8_t *p = r->map + (long)i * page;
+
+		if (m->private[i]) {
+			if (!gmem_sigbus(p, write))
+				return fail(r, o, "page %d is private, but the host can %s it", i,
+					    write ? "write" : "read");
+			r->ev[EV_PRIVATE_SIGBUS]++;
+			if (m->present[i] != (gmem_cached_pages(r->fd, (long)i * page, page) == 1))
+				return fail(r, o, "the host's touch of private page %d %s it", i,
+					    m->present[i] ? "freed" : "allocated");
+			continue;
+		}
+		if (write) {
+			model_fault(r, i);
+			memset(p, o->val, page);
+			m->val[i] = o->val;
+			m->clock[i] = r->clock_slot >= 0 && i == r->slot_off + r->clock_slot;
+		} else {
+			/* The first touch of each page faults it in. */
+			volatile uint8_t first = p[0];
+
+			(void)first;
+			model_fault(r, i);
+			if (!check_page(r, o, i))
+				return false;
+		}
+	}
+	return true;
+}
+
+static bool convert(struct run *r, const struct op *o)
+{
+	struct model *m = &r->m;
+	bool to = o->val & 1, same = true;
+	uint64_t err = 0;
+	int e, want_err = -1;
+
+	for (int i = o->first; i < o->first + o->n; i++) {
+		same &= m->private[i] == to;
+		if (to && i == r->pin_page && want_err < 0)
+			want_err = i;
+	}
+	if (same)
+		want_err = -1;
+	e = gmem_set_attrs(r->fd, (uint64_t)o->first * page, (uint64_t)o->n * page,
+			   to ? KVM_MEMORY_ATTRIBUTE_PRIVATE : 0, &err);
+	if (want_err >= 0) {
+		if (e != -EAGAIN || err != (uint64_t)want_err * page)
+			return fail(r, o, "to private over pinned page %d: %s, error_offset %#llx; want EAGAIN at %#lx",
+				    want_err, e ? strerror(-e) : "converted", (unsigned long long)err,
+				    want_err * page);
+		r->ev[EV_EAGAIN]++;
+		return true;
+	}
+	if (e)
+		return fail(r, o, "to %s: %s, error_offset %#llx", to ? "private" : "shared",
+			    strerror(-e), (unsigned long long)err);
+	for (int i = o->first; i < o->first + o->n; i++)
+		m->private[i] = to;
+	r->ev[EV_CONVERTED] += !same;
+	return true;
+}
+
+static bool pin(struct run *r, const struct op *o)
+{
+	struct iovec iov = { .iov_len = page };
+	int fds[2], i;
+
+	if (r->pin_fd >= 0)
+		return true;
+	for (i = o->first; i < o->first + o->n && r->m.private[i]; i++)
+		;
+	if (i == o->first + o->n)
+		return true;
+	if (pipe(fds))
+		return fail(r, o, "pipe: %s", strerror(errno));
+	/* vmsplice() takes the page through the mapping: a host fault on a hole. */
+	model_fault(r, i);
+	iov.iov_base = r->map + (long)i * page;
+	if (vmsplice(fds[1], &iov, 1, 0) != page) {
+		close(fds[0]);
+		close(fds[1]);
+		return fail(r, o, "vmsplice of page %d: %s", i, strerror(errno));
+	}
+	close(fds[1]);
+	r->pin_fd = fds[0];
+	r->pin_page = i;
+	return true;
+}
+
+static void unpin(struct run *r)
+{
+	if (r->pin_fd >= 0)
+		close(r->pin_fd);
+	r->pin_fd = -1;
+	r->pin_page = -1;
+}
+
+/* Arm the memslot pages in the op's range as a lazy restore leaves them: punched. */
+static bool arm(struct run *r, const struct op *o)
+{
+	struct model *m = &r->m;
+	int e;
+
+	for (int i = o->first; i < o->first + o->n; i++) {
+		if (!in_slot(r, i) || m->armed[i])
+			continue;
+		if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE,
+			      (off_t)i * page, page))
+			return fail(r, o, "punch hole of page %d: %s", i, strerror(errno));
+		/* val[i] stays: the snapshot the restore writes back. */
+		m->present[i] = false;
+		m->punched[i] = true;
+		m->clock[i] = false;
+		m->armed[i] = true;
+		__atomic_or_fetch(&r->bitmap, 1UL << (i - r->slot_off), __ATOMIC_RELEASE);
+	}
+	if (!r->slot_uf && r->bitmap) {
+		e = set_slot(r, true, true);
+		if (e)
+			return fail(r, o, "setting KVM_MEM_USERFAULT: %s", strerror(-e));
+	}
+	return true;
+}
+
+/*
+ * One guest round over a byte of its code: KVM updates a kvmclock it was
+ * asked to (a new MSR value, a memslot change) at the next KVM_RUN, so that
+ * the page is allocated by this operation, not a later one's fault.
+ */
+static bool tick(struct run *r, const struct op *o)
+{
+	char why[256] = "";
+	uint64_t gpa = 0;
+	int s;
+
+	for (int serves = 0; serves <= MAX_SERVES; serves++) {
+		s = guest_round_at(&r->vm, CODE_GPA, 1, guest_code[0], 0, &gpa, why, sizeof(why));
+		if (s == STATUS_MATCH)
+			return true;
+		if (s != ROUND_USERFAULT)
+			return fail(r, o, "a vCPU round after the kvmclock change: %s",
+				    s < 0 ? why : "the guest misread its own code");
+		if (!serve_exit(r, o, gpa, -1))
+			return false;
+	}
+	return fail(r, o, "still userfault exits after %d restores", MAX_SERVES);
+}
+
+/* kvmclock leaves its page: what KVM wrote there stays. */
+static void clock_leaves(struct run *r)
+{
+	if (r->clock_slot >= 0)
+		r->m.clock[r->slot_off + r->clock_slot] = true;
+}
+
+/* kvmclock at page @k of the memslot, written by KVM before this returns. */
+static bool set_clock(struct run *r, const struct op *o, int k)
+{
+	int e = gmem_set_kvmclock(&r->vm, SLOT_GPA + (uint64_t)k * page);
+
+	clock_leaves(r);
+
+	if (e)
+		return fail(r, o, "KVM_SET_MSRS(kvmclock at memslot page %d): %s", k, strerror(-e));
+	r->clock_slot = k;
+	if (!r->m.armed[r->slot_off + k])
+		r->m.clock[r->slot_off + k] = true;
+	return tick(r, o);
+}
+
+static bool place_clock(struct run *r, const struct op *o)
+{
+	return set_clock(r, o, o->first - r->slot_off);
+}
+
+static bool rebind(struct run *r, const struct op *o)
+{
+	int e;
+
+	/* Everything armed is restored first: the bitmap is the memslot's. */
+	for (int i = r->slot_off; i < r->slot_off + SLOT_PAGES; i++) {
+		if (!serve(r, o, i))
+			return false;
+	}
+	e = set_slot(r, false, false);
+	if (e)
+		return fail(r, o, "deleting the memslot: %s", strerror(-e));
+	clock_leaves(r);
+	r->slot_off = o->first;
+	e = set_slot(r, true, false);
+	if (e)
+		return fail(r, o, "making the memslot at page %d: %s", r->slot_off, strerror(-e));
+	/*
+	 * kvmclock stays at its gpa, over another page of the file now: set
+	 * again, so that KVM writes it there now, not at a time of its own.
+	 */
+	return r->clock_slot < 0 || set_clock(r, o, r->clock_slot);
+}
+
+/*
+ * kvmclock's page: KVM allocates it whenever it updates the clock, which the
+ * model cannot time. Read back whether it is there, unless it is armed: then
+ * it must stay a hole, which the probe checks.
+ */
+static void sync_clock(struct run *r)
+{
+	int i;
+
+	if (r->clock_slot < 0)
+		return;
+	i = r->slot_off + r->clock_slot;
+	if (r->m.armed[i] || r->m.present[i])
+		return;
+	if (gmem_cached_pages(r->fd, (long)i * page, page) == 1) {
+		model_new_page(r, i);
+		r->m.val[i] = 0;
+		r->m.clock[i] = true;
+		r->ev[EV_CLOCK_ALLOC]++;
+	}
+}
+
+/*
+ * mbind() over the op's pages: bound to node val % (nodes + 1), or back to
+ * the default policy. The policy is the file's: every later allocation of
+ * those pages follows it, whoever makes it; pages already there stay.
+ */
+static bool bind_pages(struct run *r, const struct op *o)
+{
+	int node = o->val % (nnodes + 1);
+	unsigned long mask = node < nnodes ? 1UL << node : 0;
+	int mode = node < nnodes ? MPOL_BIND : MPOL_DEFAULT;
+
+	if (syscall(__NR_mbind, r->map + (long)o->first * page, (unsigned long)o->n * page, mode,
+		    mode == MPOL_DEFAULT ? NULL : &mask, mode == MPOL_DEFAULT ? 0 : 65, 0))
+		return fail(r, o, "mbind(%s): %s", mode == MPOL_DEFAULT ? "MPOL_DEFAULT" : "MPOL_BIND",
+			    strerror(errno));
+	int want = node < nnodes ? node : -1, from, to;
+	bool changed = false;
+
+	/*
+	 * As for shmem, mm skips a VMA whose own policy already is the new one
+	 * (a mapping that never set one cannot clear the file's), merges a VMA
+	 * it changes with its neighbours of the same policy and hands the
+	 * merged VMA to ->set_policy(): MPOL_DEFAULT clears the file's policy
+	 * over the whole run of default-policy VMAs around the range, pages
+	 * bound through a mapping since unmapped included. (A bind merges
+	 * only with VMAs bound the same way, whose pages are already.)
+	 */
+	for (int i = o->first; i < o->first + o->n; i++) {
+		if (r->m.vma_policy[i] == want)
+			continue;
+		changed = true;
+		r->m.policy[i] = want;
+		r->m.vma_policy[i] = want;
+	}
+	if (!changed || want >= 0)
+		return true;
+	for (from = o->first; from > 0 && r->m.vma_policy[from - 1] < 0; from--)
+		;
+	for (to = o->first + o->n; to < NPAGES && r->m.vma_policy[to] < 0; to++)
+		;
+	for (int i = from; i < to; i++)
+		r->m.policy[i] = -1;
+	return true;
+}
+
+/* Restore what is armed and clear KVM_MEM_USERFAULT (a flags-only change). */
+static bool disarm(struct run *r, const struct op *o)
+{
+	int e;
+
+	for (int i = r->slot_off; i < r->slot_off + SLOT_PAGES; i++) {
+		if (!serve(r, o, i))
+			return false;
+	}
+	if (!r->slot_uf)
+		return true;
+	e = set_slot(r, true, false);
+	return e ? fail(r, o, "clearing KVM_MEM_USERFAULT: %s", strerror(-e)) : true;
+}
+
+static unsigned long long file_flags(const struct run *r)
+{
+	return r->fk == FK_INPLACE ? INPLACE_FLAGS :
+	       FLAGS | (r->ndm ? GUEST_MEMFD_FLAG_NO_DIRECT_MAP : 0);
+}
+
+/*
+ * The VMM starts over: the memslot deleted, the file unmapped and closed
+ * (its pages freed, back in the direct map), a new file, mapped at a new
+ * address, and the memslot over it at the op's first page; kvmclock stays at
+ * its gpa. A new file has no punched ranges: NO_DIRECT_MAP windows again.
+ */
+static bool recreate(struct run *r, const struct op *o)
+{
+	int e;
+
+	unpin(r);
+	e = set_slot(r, false, false);
+	if (e)
+		return fail(r, o, "deleting the memslot: %s", strerror(-e));
+	__atomic_store_n(&r->bitmap, 0, __ATOMIC_RELEASE);
+	munmap(r->map, NPAGES * page);
+	close(r->fd);
+	r->map = NULL;
+	r->fd = -1;
+	if (r->ndm && gmem_settle_counter(NDM_FOLIOS, r->ndm_base) != r->ndm_base)
+		return fail(r, o, "after close, %ld pages are still out of the direct map",
+			    gmem_counter(NDM_FOLIOS) - r->ndm_base);
+	memset(&r->m, 0, sizeof(r->m));
+	memset(r->m.policy, -1, sizeof(r->m.policy));
+	memset(r->m.vma_policy, -1, sizeof(r->m.vma_policy));
+	memset(r->m.node, -1, sizeof(r->m.node));
+	r->fd = gmem_create(r->vm.vm, NPAGES * page, file_flags(r));
+	if (r->fd < 0) {
+		e = r->fd;
+		r->fd = -1;
+		return fail(r, o, "KVM_CREATE_GUEST_MEMFD: %s", strerror(-e));
+	}
+	if (!map_file(r, NULL))
+		return fail(r, o, "mmap: %s", strerror(errno));
+	r->slot_off = o->first;
+	e = set_slot(r, true, false);
+	if (e)
+		return fail(r, o, "the memslot over the new file: %s", strerror(-e));
+	return r->clock_slot < 0 || set_clock(r, o, r->clock_slot);
 }
 
 static bool do_op(struct run *r, struct op *o)
@@ -217,41 +816,39 @@ static bool do_op(struct run *r, struct op *o)
 	off_t off = (off_t)o->first * page;
 	size_t len = (size_t)o->n * page;
 
+	/* A host operation on an armed page restores it first, as a VMM must. */
+	switch (o->kind) {
+	case MAP_WRITE: case MAP_READ: case PWRITE: case FALLOC: case PUNCH: case PIN: case CONVERT:
+		if (!serve_range(r, o))
+			return false;
+		break;
+	default:
+		break;
+	}
 	switch (o->kind) {
 	case MAP_WRITE:
-		for (int i = o->first; i < o->first + o->n; i++) {
-			model_fault(r, i);
-			memset(r->map + (long)i * page, o->val, page);
-			m->val[i] = o->val;
-		}
-		return true;
+		return map_access(r, o, true);
 	case MAP_READ:
-		for (int i = o->first; i < o->first + o->n; i++) {
-			/* The first touch of each page faults it in. */
-			volatile uint8_t first = r->map[(long)i * page];
-
-			(void)first;
-			model_fault(r, i);
-			if (!check_page(r, o, i))
-				return false;
-		}
-		return true;
+		return map_access(r, o, false);
 	case PWRITE:
 		memset(r->buf, o->val, len);
 		if (pwrite(r->fd, r->buf, len, off) != (ssize_t)len)
 			return fail(r, o, "pwrite: %s", strerror(errno));
 		for (int i = o->first; i < o->first + o->n; i++) {
-			m->present[i] = true;
+			if (!m->present[i])
+				model_new_page(r, i);
 			m->val[i] = o->val;
+			m->clock[i] = r->clock_slot >= 0 && i == r->slot_off + r->clock_slot;
 		}
 		return true;
 	case FALLOC:
 		if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, off, len))
 			return fail(r, o, "fallocate: %s", strerror(errno));
 		for (int i = o->first; i < o->first + o->n; i++) {
-			if (!m->present[i])
+			if (!m->present[i]) {
 				m->val[i] = 0;
-			m->present[i] = true;
+				model_new_page(r, i);
+			}
 		}
 		return true;
 	case PUNCH:
@@ -261,12 +858,17 @@ static bool do_op(struct run *r, struct op *o)
 			m->present[i] = false;
 			m->punched[i] = true;
 			m->val[i] = 0;
+			m->clock[i] = false;
+			/* The pipe keeps the old page; the file's next one is free. */
+			if (i == r->pin_page)
+				r->pin_page = -1;
 		}
 		return true;
 	case REMAP:
 		munmap(r->map, NPAGES * page);
 		m->random = false;
-		if (!map_file(r))
+		memset(m->vma_policy, -1, sizeof(m->vma_policy));
+		if (!map_file(r, r->map))
 			return fail(r, o, "mmap: %s", strerror(errno));
 		return true;
 	case RANDOM:
@@ -277,6 +879,27 @@ static bool do_op(struct run *r, struct op *o)
 		return true;
 	case PROBE:
 		return probe(r, o);
+	case VCPU_READ:
+		return vcpu_read(r, o, o->first);
+	case REBIND:
+		return rebind(r, o);
+	case CLOCK:
+		return place_clock(r, o);
+	case ARM:
+		return arm(r, o);
+	case CONVERT:
+		return convert(r, o);
+	case PIN:
+		return pin(r, o);
+	case UNPIN:
+		unpin(r);
+		return true;
+	case MBIND:
+		return bind_pages(r, o);
+	case DISARM:
+		return disarm(r, o);
+	case RECREATE:
+		return recreate(r, o);
 	default:
 		return fail(r, o, "unknown operation");
 	}
@@ -287,42 +910,167 @@ static enum op_kind pick_kind(struct run *r)
 	int w = rnd_below(r, 100);
 
 	for (int k = 0; k < NR_KINDS; k++) {
-		if (w < kind_weight[k])
+		if (w < kind_weight[r->fk][k])
 			return k;
-		w -= kind_weight[k];
+		w -= kind_weight[r->fk][k];
 	}
 	return PROBE;
 }
 
-/* One run: @ops operations from @seed on a fresh file (NO_DIRECT_MAP if @ndm). */
-static int fsx_run(uint64_t seed, long ops, bool ndm, char *why, size_t whylen)
+/* Pick the op's pages: half of them over the memslot, where the features meet. */
+static void pick_range(struct run *r, struct op *o)
+{
+	o->n = 1 + rnd_below(r, MAXRUN);
+	if (o->kind == REBIND || o->kind == RECREATE) {
+		o->n = SLOT_PAGES;
+		o->first = rnd_below(r, NPAGES - SLOT_PAGES + 1);
+	} else if (rnd_below(r, 2) || o->kind == VCPU_READ || o->kind == ARM || o->kind == CLOCK) {
+		if (o->n > SLOT_PAGES)
+			o->n = SLOT_PAGES;
+		o->first = r->slot_off + rnd_below(r, SLOT_PAGES - o->n + 1);
+	} else {
+		o->first = rnd_below(r, NPAGES - o->n + 1);
+	}
+}
+
+static char wait_saved[16];
+
+static void read_param(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+/* The VM, its vCPU in real mode, the file and the memslot over its first pages. */
+static bool setup(struct run *r, char *why, size_t whylen)
+{
+	unsigned long long flags = file_flags(r);
+	struct kvm_userspace_memory_region2 ctl = { .slot = 0, .memory_size = CTL_SIZE };
+	void *mem;
+	int e;
+
+	r->vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (r->fk == FK_INPLACE && !gmem_write_file(GMEM_IN_PLACE_PARAM, "1")) {
+		snprintf(why, whylen, "cannot set kvm.gmem_in_place_conversion");
+		return false;
+	}
+	r->vm.vm = r->vm.kvm < 0 ? -1 :
+		   ioctl(r->vm.kvm, KVM_CREATE_VM, r->fk == FK_INPLACE ? KVM_X86_SW_PROTECTED_VM : 0);
+	e = errno;
+	if (r->fk == FK_INPLACE)
+		gmem_write_file(GMEM_IN_PLACE_PARAM, "0");
+	if (r->vm.vm < 0) {
+		snprintf(why, whylen, "/dev/kvm or KVM_CREATE_VM: %s", strerror(e));
+		return false;
+	}
+	mem = mmap(NULL, CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		snprintf(why, whylen, "mmap(anonymous): %s", strerror(errno));
+		return false;
+	}
+	r->vm.mem = mem;
+	memcpy(mem + CODE_GPA, guest_code, sizeof(guest_code));
+	ctl.userspace_addr = (uintptr_t)mem;
+	if (ioctl(r->vm.vm, KVM_SET_USER_MEMORY_REGION2, &ctl)) {
+		snprintf(why, whylen, "the code memslot: %s", strerror(errno));
+		return false;
+	}
+	r->fd = gmem_create(r->vm.vm, NPAGES * page, flags);
+	if (r->fd < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%#llx): %s", flags, strerror(-r->fd));
+		r->fd = -1;
+		return false;
+	}
+	if (!map_file(r, NULL)) {
+		snprintf(why, whylen, "mmap: %s", strerror(errno));
+		return false;
+	}
+	e = set_slot(r, true, false);
+	if (e) {
+		snprintf(why, whylen, "the guest_memfd memslot: %s", strerror(-e));
+		return false;
+	}
+	if (vm_create_vcpu(&r->vm, why, whylen) != KSFT_PASS ||
+	    vcpu_real_mode_at_code(r->vm.vcpu, why, whylen) != KSFT_PASS)
+		return false;
+	return true;
+}
+
+/*
+ * -p on a file without windows: each hole with a policy is allocated with
+ * fallocate(), its node checked and punched again, to find the operation
+ * after which a policy stopped holding.
+ */
+static bool probe_policies(struct run *r, const struct op *o)
+{
+	int status;
+	void *addr;
+
+	if (r->ndm || nnodes < 2)
+		return true;
+	for (int i = 0; i < NPAGES; i++) {
+		if (r->m.present[i] || r->m.armed[i] || r->m.private[i] || r->m.policy[i] < 0)
+			continue;
+		if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, (off_t)i * page, page))
+			return fail(r, o, "policy probe: fallocate: %s", strerror(errno));
+		addr = r->map + (long)i * page;
+		(void)*(volatile uint8_t *)addr;
+		if (syscall(__NR_move_pages, 0, 1, &addr, NULL, &status, 0))
+			return fail(r, o, "policy probe: move_pages: %s", strerror(errno));
+		if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, (off_t)i * page, page))
+			return fail(r, o, "policy probe: punch: %s", strerror(errno));
+		if (status != r->m.policy[i])
+			return fail(r, o, "policy probe: hole %d allocates on node %d, its policy is node %d",
+				    i, status, r->m.policy[i]);
+	}
+	return true;
+}
+
+/* One line per run: how often each operation ran and each event came. */
+static void print_coverage(const struct run *r)
+{
+	char line[1024];
+	int n = 0;
+
+	for (int k = 0; k < NR_KINDS; k++) {
+		if (r->count[k])
+			n += snprintf(line + n, sizeof(line) - n, "%s%s %ld", n ? ", " : "",
+				      kind_name[k], r->count[k]);
+	}
+	for (int e = 0; e < NR_EVENTS && n < (int)sizeof(line); e++)
+		n += snprintf(line + n, sizeof(line) - n, "; %s %ld", event_name[e], r->ev[e]);
+	ksft_print_msg("coverage, %s file, seed %llu: %s\n", file_kind_name[r->fk],
+		       (unsigned long long)r->seed, line);
+}
+
+/* One run: @ops operations from @seed on a fresh file of kind @fk. */
+static int fsx_run(uint64_t seed, long ops, enum file_kind fk, char *why, size_t whylen)
 {
 	struct run *r = calloc(1, sizeof(*r));
-	unsigned long long flags = FLAGS | (ndm ? GUEST_MEMFD_FLAG_NO_DIRECT_MAP : 0);
 	char batch[16] = "0";
 	int ret = KSFT_FAIL;
-	int kvm = -1;
 
 	if (!r) {
 		snprintf(why, whylen, "out of memory");
 		return KSFT_FAIL;
 	}
-	*r = (struct run){ .seed = seed, .rng = seed ? seed : 1, .ops = ops, .ndm = ndm,
-			   .vm = -1, .fd = -1, .why = why, .whylen = whylen };
+	*r = (struct run){ .seed = seed, .rng = seed ? seed : 1, .ops = ops, .fk = fk,
+			   .ndm = fk == FK_NDM, .fd = -1, .clock_slot = -1, .pin_fd = -1,
+			   .pin_page = -1, .why = why, .whylen = whylen,
+			   .vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 } };
+	memset(r->m.policy, -1, sizeof(r->m.policy));
+	memset(r->m.vma_policy, -1, sizeof(r->m.vma_policy));
+	memset(r->m.node, -1, sizeof(r->m.node));
 	r->buf = malloc(MAXRUN * page);
-	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	r->vm = kvm < 0 ? -1 : ioctl(kvm, KVM_CREATE_VM, 0);
-	if (!r->buf || r->vm < 0) {
-		snprintf(why, whylen, "/dev/kvm or KVM_CREATE_VM: %s", strerror(errno));
+	if (!r->buf)
 		goto out;
-	}
-	if (ndm) {
-		int fd = open(NDM_BATCH_PARAM, O_RDONLY);
-		ssize_t n = fd < 0 ? -1 : read(fd, batch, sizeof(batch) - 1);
-
-		if (fd >= 0)
-			close(fd);
-		batch[n > 0 ? n : 0] = 0;
+	if (r->ndm) {
+		read_param(NDM_BATCH_PARAM, batch, sizeof(batch));
 		r->batch = atoi(batch);
 		r->ndm_base = gmem_counter(NDM_FOLIOS);
 		if (r->ndm_base < 0) {
@@ -330,31 +1078,34 @@ static int fsx_run(uint64_t seed, long ops, bool ndm, char *why, size_t whylen)
 			goto out;
 		}
 	}
-	r->fd = gmem_create(r->vm, NPAGES * page, flags);
-	if (r->fd < 0) {
-		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%#llx): %s", flags, strerror(-r->fd));
-		r->fd = -1;
+	/*
+	 * One CPU: a vCPU loaded on another asks for a kvmclock update, which
+	 * would allocate its page at a time the model cannot know.
+	 */
+	pin_cpu(0);
+	if (!setup(r, why, whylen))
 		goto out;
-	}
-	if (!map_file(r)) {
-		snprintf(why, whylen, "mmap: %s", strerror(errno));
-		goto out;
-	}
 	for (long nr = 0; nr < ops; nr++) {
 		struct op *o = &r->history[nr % HISTORY];
 
 		if (timed_out) {
-			snprintf(why, whylen, "seed %llu: timed out after %ld of %ld operations",
-				 (unsigned long long)seed, nr, ops);
+			snprintf(why, whylen, "%s file, seed %llu: timed out after %ld of %ld operations",
+				 file_kind_name[fk], (unsigned long long)seed, nr, ops);
 			goto out;
 		}
 		o->nr = nr;
 		o->kind = pick_kind(r);
-		o->n = 1 + rnd_below(r, MAXRUN);
-		o->first = rnd_below(r, NPAGES - o->n + 1);
+		pick_range(r, o);
 		o->val = (uint8_t)(1 + rnd_below(r, 255));
 		r->done = nr + 1;
+		r->count[o->kind]++;
+		if (verbose)
+			ksft_print_msg("#%ld %s pages %d-%d value %#x\n", o->nr, kind_name[o->kind],
+				       o->first, o->first + o->n - 1, o->val);
 		if (!do_op(r, o))
+			goto out;
+		sync_clock(r);
+		if (probe_each && (!probe(r, o) || !probe_policies(r, o)))
 			goto out;
 	}
 	/* The end state, once more. */
@@ -369,18 +1120,20 @@ static int fsx_run(uint64_t seed, long ops, bool ndm, char *why, size_t whylen)
 	}
 	ret = KSFT_PASS;
 	snprintf(why, whylen, "seed %llu: %ld operations, %s file", (unsigned long long)seed, ops,
-		 ndm ? "NO_DIRECT_MAP" : "plain");
+		 file_kind_name[fk]);
+	print_coverage(r);
 out:
+	unpin(r);
 	if (r->map)
 		munmap(r->map, NPAGES * page);
 	if (r->fd >= 0)
 		close(r->fd);
-	if (r->vm >= 0)
-		close(r->vm);
-	if (kvm >= 0)
-		close(kvm);
+	if (r->vm.mem)
+		munmap((void *)r->vm.mem, CTL_SIZE);
+	r->vm.mem = NULL;
+	vm_teardown(&r->vm);
 	/* Everything the file had is back in the direct map once it is closed. */
-	if (ret == KSFT_PASS && ndm && gmem_settle_counter(NDM_FOLIOS, r->ndm_base) != r->ndm_base) {
+	if (ret == KSFT_PASS && r->ndm && gmem_settle_counter(NDM_FOLIOS, r->ndm_base) != r->ndm_base) {
 		snprintf(why, whylen, "seed %llu: after close, %ld pages are still out of the direct map",
 			 (unsigned long long)seed, gmem_counter(NDM_FOLIOS) - r->ndm_base);
 		ret = KSFT_FAIL;
@@ -390,49 +1143,64 @@ out:
 	return ret;
 }
 
-#define OPS		2000
+/*
+ * Operations per run: 5000, about 2 s each under TCG; 1000 under KASAN and
+ * lockdep (the shim kernel), where an operation costs ten times as much.
+ */
+#define OPS		5000
+#define OPS_DEBUG	1000
+static long ops_per_run = OPS;
 static const uint64_t fixed_seeds[] = { 1, 2, 3, 20261206 };
-static bool ndm_offered;
+static bool offered[NR_FILE_KINDS];
+static const char *const not_offered[NR_FILE_KINDS] = {
+	[FK_NDM] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
+};
 
-static int fixed(bool ndm, char *why, size_t whylen)
+static int fixed(enum file_kind fk, char *why, size_t whylen)
 {
 	int r = KSFT_PASS;
 
-	if (ndm && !ndm_offered) {
-		snprintf(why, whylen, "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)");
+	if (!offered[fk]) {
+		snprintf(why, whylen, "%s", not_offered[fk]);
 		return KSFT_SKIP;
 	}
 	for (size_t i = 0; r == KSFT_PASS && i < sizeof(fixed_seeds) / sizeof(fixed_seeds[0]); i++)
-		r = fsx_run(fixed_seeds[i], OPS, ndm, why, whylen);
+		r = fsx_run(fixed_seeds[i], ops_per_run, fk, why, whylen);
 	if (r == KSFT_PASS)
-		snprintf(why, whylen, "%zu seeds x %d operations", sizeof(fixed_seeds) / sizeof(fixed_seeds[0]),
-			 OPS);
+		snprintf(why, whylen, "%zu seeds x %ld operations",
+			 sizeof(fixed_seeds) / sizeof(fixed_seeds[0]), ops_per_run);
 	return r;
 }
 
 static int fixed_plain(char *why, size_t whylen)
 {
-	return fixed(false, why, whylen);
+	return fixed(FK_PLAIN, why, whylen);
 }
 
 static int fixed_ndm(char *why, size_t whylen)
 {
-	return fixed(true, why, whylen);
+	return fixed(FK_NDM, why, whylen);
+}
+
+static int fixed_inplace(char *why, size_t whylen)
+{
+	return fixed(FK_INPLACE, why, whylen);
 }
 
 /* A seed of this run's own: a failure names it, and it replays. */
 static int random_seed(char *why, size_t whylen)
 {
 	uint64_t seed;
-	int r;
+	int r = KSFT_PASS;
 
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		seed = (uint64_t)time(NULL);
 	seed &= 0xffffffffffffULL;
 	ksft_print_msg("random seed %llu\n", (unsigned long long)seed);
-	r = fsx_run(seed, OPS, false, why, whylen);
-	if (r == KSFT_PASS && ndm_offered)
-		r = fsx_run(seed, OPS, true, why, whylen);
+	for (int fk = 0; r == KSFT_PASS && fk < NR_FILE_KINDS; fk++) {
+		if (offered[fk])
+			r = fsx_run(seed, ops_per_run, fk, why, whylen);
+	}
 	return r;
 }
 
@@ -440,19 +1208,28 @@ static const struct gmem_case cases[] = {
 	{ "plain file: fixed seeds, every read and probe as the model says", fixed_plain },
 	{ "NO_DIRECT_MAP file: fixed seeds, windows and direct map counted as the model says",
 	  fixed_ndm },
+	{ "in-place file: fixed seeds, conversions, pins and private pages as the model says",
+	  fixed_inplace },
 	{ "a random seed on each file kind offered", random_seed },
 };
 
+static void restore_params(void)
+{
+	if (wait_saved[0])
+		gmem_write_file(WAIT_PARAM, wait_saved);
+}
+
 int main(int argc, char **argv)
 {
+	enum file_kind fk = FK_PLAIN;
 	uint64_t seed = 0;
 	long ops = OPS;
-	bool ndm = false, replay = false;
+	bool replay = false;
 	char why[512] = "";
 	int kvm, opt;
 
 	page = getpagesize();
-	while ((opt = getopt(argc, argv, "s:n:k:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:k:vp")) != -1) {
 		switch (opt) {
 		case 's':
 			seed = strtoull(optarg, NULL, 0);
@@ -461,11 +1238,22 @@ int main(int argc, char **argv)
 		case 'n':
 			ops = strtol(optarg, NULL, 0);
 			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'p':
+			probe_each = true;
+			break;
 		case 'k':
-			ndm = !strcmp(optarg, "ndm");
+			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
+				;
+			if (fk == NR_FILE_KINDS) {
+				fprintf(stderr, "-k: plain, ndm or inplace\n");
+				return 2;
+			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace] [-v] [-p]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -479,14 +1267,40 @@ int main(int argc, char **argv)
 			ksft_exit_skip("these modules cannot map or write guest_memfd\n");
 		ksft_exit_fail_msg("our modules must map and write guest_memfd\n");
 	}
-	ndm_offered = gmem_has_flags(kvm, FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP);
+	if (kvm_cap(kvm, KVM_CAP_USERFAULT) != 1)
+		ksft_exit_fail_msg("our modules offer guest_memfd writes but not KVM_CAP_USERFAULT\n");
+	offered[FK_PLAIN] = true;
+	offered[FK_NDM] = gmem_has_flags(kvm, FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP);
+	offered[FK_INPLACE] = access(GMEM_IN_PLACE_PARAM, W_OK) == 0;
+	if (!offered[FK_INPLACE])
+		ksft_exit_fail_msg("our modules without kvm.gmem_in_place_conversion\n");
+	/*
+	 * Conversion fails at once on a pinned page instead of waiting for it
+	 * (the wait is the mm-shim kernel's; Debian's kernel never waits).
+	 */
+	read_param(WAIT_PARAM, wait_saved, sizeof(wait_saved));
+	if (wait_saved[0] && !gmem_write_file(WAIT_PARAM, "0"))
+		ksft_exit_fail_msg("cannot set %s\n", WAIT_PARAM);
+	atexit(restore_params);
 	close(kvm);
 	gmem_counter(NDM_FOLIOS);	/* mounts debugfs */
+	nnodes = read_online_nodes();
+	if (nnodes > 8)
+		nnodes = 8;
+	{
+		unsigned int cpu, node;
+
+		pin_cpu(0);
+		local_node = syscall(__NR_getcpu, &cpu, &node, NULL) ? 0 : (int)node;
+	}
+	if (gmem_kernel_exports("__asan_load8") == 1)
+		ops_per_run = OPS_DEBUG;
+	ksft_print_msg("%ld operations per run\n", ops_per_run);
 
 	if (replay) {
-		int r = fsx_run(seed, ops, ndm, why, sizeof(why));
+		int r = offered[fk] ? fsx_run(seed, ops, fk, why, sizeof(why)) : KSFT_SKIP;
 
-		printf("%s: %s\n", r == KSFT_PASS ? "ok" : "FAIL", why);
+		printf("%s: %s\n", r == KSFT_PASS ? "ok" : "FAIL", r == KSFT_SKIP ? not_offered[fk] : why);
 		return r == KSFT_PASS ? 0 : 1;
 	}
 	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
