@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 packages=(busybox-static bash libc6 libtinfo6)
 need_tools cpio:cpio
-dpkg --print-foreign-architectures | grep -qx arm64 ||
+dpkg --print-foreign-architectures | grep -x arm64 > /dev/null ||
 	die "Debian's arm64 packages are not available here; run as root: dpkg --add-architecture arm64 && apt-get update (or: scripts/install-deps.sh arm64)"
 
 # The exact package versions are part of the key: an update makes a new root.

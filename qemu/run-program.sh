@@ -14,7 +14,7 @@ top=$(cd "$here/.." && pwd)
 prog=${1:?usage: $0 PROGRAM [ARGS...]}
 shift
 [ -f "$prog" ] && [ -x "$prog" ] || die "$prog is not an executable file"
-file "$prog" 2>/dev/null | grep -q 'statically linked' ||
+file "$prog" 2>/dev/null | grep 'statically linked' > /dev/null ||
 	step "warning: $prog is not statically linked; the guest has Debian 12's libc only"
 
 results="$top/build/results/run"

@@ -50,7 +50,7 @@ tmux new-session -d -s "$session" -x 160 -y 50 \
 	"make -s qemu-shell; echo \"qemu-shell-exit=\$?\"; sleep 120"
 wait_for() {	# wait_for PATTERN SECONDS
 	for _ in $(seq "$2"); do
-		tmux capture-pane -p -S -200 -t "$session" | grep -q "$1" && return 0
+		tmux capture-pane -p -S -200 -t "$session" | grep "$1" > /dev/null && return 0
 		sleep 1
 	done
 	return 1

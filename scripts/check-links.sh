@@ -55,7 +55,7 @@ for f in "${files[@]}"; do
 			fi
 		fi
 		if [ -n "$anchor" ] && [[ "$dest" == *.md ]] &&
-		   ! anchors "$dest" | grep -qxF -- "$anchor"; then
+		   ! anchors "$dest" | grep -xF -- "$anchor" > /dev/null; then
 			step "FAIL: $f: link to $target: no heading with anchor #$anchor in $dest"
 			bad=$((bad + 1))
 		fi

@@ -42,7 +42,7 @@ for p in "${patches[@]}"; do
 	# Kconfig files are not read by the module build (Kbuild sets the
 	# CONFIG_ symbols itself) and tools/ is the selftests'.
 	if grep -q '^+++ b/' "$top/src/$p" &&
-	   ! grep '^+++ b/' "$top/src/$p" | grep -qvE '^\+\+\+ b/(tools/.*|.*/Kconfig)$'; then
+	   ! grep '^+++ b/' "$top/src/$p" | grep -vE '^\+\+\+ b/(tools/.*|.*/Kconfig)$' > /dev/null; then
 		step "  touches tools/ or Kconfig only: the modules are as after the patch before"
 	else
 		KVM_GMEM_DEBUG_INFO=n "$top/scripts/build-modules.sh" > "$work/build.log" 2>&1 ||

@@ -42,7 +42,7 @@ if [ "${1:-all}" = dkms ]; then
 fi
 
 case "${1:-all}" in arm64 | all)
-	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	if ! dpkg --print-foreign-architectures | grep -x arm64 > /dev/null; then
 		[[ $(id -u) == 0 ]] || die "the arm64 guest needs Debian's arm64 packages; run as root: dpkg --add-architecture arm64 && apt-get update"
 		step "adding the arm64 architecture to apt (for the arm64 guest's root)" >&2
 		dpkg --add-architecture arm64
