@@ -25,7 +25,7 @@ TIER ?= stock
 # tarball, nothing written outside this directory, no apt.
 DKMS ?=
 
-.PHONY: all deps modules prepare selftests check-series qemu-test qemu-shell qemu-run check bench deb check-dkms clean distclean
+.PHONY: all deps modules prepare selftests check-series qemu-test qemu-shell qemu-run check bench soak deb check-dkms clean distclean
 
 all: modules
 
@@ -79,6 +79,11 @@ check:
 # Benchmarks (issue 9), not part of make check: build/results/bench/
 bench: modules
 	@TIER=$(TIER) scripts/bench.sh
+
+# The exerciser on random seeds for HOURS (default 1), the shim kernel: make soak HOURS=0.25
+soak: modules
+	@scripts/install-deps.sh qemu
+	@TIER=$(TIER) HOURS=$(HOURS) scripts/soak.sh
 
 # The Debian package for dkms (dh-dkms): build/deb/kvm-gmem-dkms_<VERSION>_all.deb
 deb:

@@ -92,6 +92,9 @@ static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
 	[FK_INPLACE] = { 15, 14, 0, 8, 10, 3, 2, 2, 8, 14, 3, 0, 0, 12, 3, 3, 2, 0, 1 },
 };
 
+/* The state of an op's first page before it, for the coverage counts. */
+enum page_state { PS_HOLE, PS_PRESENT, PS_PRIVATE, PS_ARMED, NR_PAGE_STATES };
+
 /* Events a run counts, to say what it covered. */
 enum event {
 	EV_UF_EXIT, EV_CLOCK_EXIT, EV_RESTORE, EV_VCPU_HOLE, EV_VCPU_PRIVATE, EV_WINDOW,
@@ -146,12 +149,14 @@ struct run {
 	struct op history[HISTORY];
 	/* What the run covered: per operation kind, and the events below. */
 	long count[NR_KINDS], ev[NR_EVENTS];
+	long state[NR_KINDS][NR_PAGE_STATES];	/* of each op's first page, before it */
 	long done;
 	char *why;
 	size_t whylen;
 };
 
 static long page;
+static long soak_seconds;	/* -t: random seeds until this many seconds passed */
 static bool verbose;		/* -v: print every operation as it runs */
 static bool probe_each;		/* -p: probe after every operation (replays) */
 static int nnodes, local_node;	/* the test runs on CPU 0, of local_node */
@@ -1031,6 +1036,13 @@ static bool probe_policies(struct run *r, const struct op *o)
 	return true;
 }
 
+/* What the passed runs of each file kind covered (the soak's summary). */
+static const char *const page_state_name[NR_PAGE_STATES] = { "hole", "present", "private", "armed" };
+static struct {
+	long runs, ops;
+	long count[NR_KINDS][NR_PAGE_STATES], ev[NR_EVENTS];
+} totals[NR_FILE_KINDS];
+
 /* One line per run: how often each operation ran and each event came. */
 static void print_coverage(const struct run *r)
 {
@@ -1099,6 +1111,8 @@ static int fsx_run(uint64_t seed, long ops, enum file_kind fk, char *why, size_t
 		o->val = (uint8_t)(1 + rnd_below(r, 255));
 		r->done = nr + 1;
 		r->count[o->kind]++;
+		r->state[o->kind][r->m.armed[o->first] ? PS_ARMED : r->m.private[o->first] ? PS_PRIVATE :
+				  r->m.present[o->first] ? PS_PRESENT : PS_HOLE]++;
 		if (verbose)
 			ksft_print_msg("#%ld %s pages %d-%d value %#x\n", o->nr, kind_name[o->kind],
 				       o->first, o->first + o->n - 1, o->val);
@@ -1122,6 +1136,13 @@ static int fsx_run(uint64_t seed, long ops, enum file_kind fk, char *why, size_t
 	snprintf(why, whylen, "seed %llu: %ld operations, %s file", (unsigned long long)seed, ops,
 		 file_kind_name[fk]);
 	print_coverage(r);
+	totals[fk].runs++;
+	totals[fk].ops += ops;
+	for (int k = 0; k < NR_KINDS; k++)
+		for (int st = 0; st < NR_PAGE_STATES; st++)
+			totals[fk].count[k][st] += r->state[k][st];
+	for (int e = 0; e < NR_EVENTS; e++)
+		totals[fk].ev[e] += r->ev[e];
 out:
 	unpin(r);
 	if (r->map)
@@ -1204,6 +1225,58 @@ static int random_seed(char *why, size_t whylen)
 	return r;
 }
 
+/*
+ * make soak: random seeds, the file kinds in turn, until @soak_seconds have
+ * passed; the first failure ends it (its line says how to replay it). Then
+ * operations per second, and what was covered: each operation kind x file
+ * kind x the state of the op's first page before it.
+ */
+static int soak(void)
+{
+	double t0 = gmem_now(), t;
+	char why[512] = "";
+	long ops = 0;
+	int r = KSFT_PASS;
+
+	ksft_print_header();
+	ksft_set_plan(1);
+	for (int fk = 0; r == KSFT_PASS && gmem_now() - t0 < soak_seconds; fk = (fk + 1) % NR_FILE_KINDS) {
+		uint64_t seed;
+
+		if (!offered[fk])
+			continue;
+		if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+			seed = (uint64_t)(gmem_now() * 1e6);
+		seed &= 0xffffffffffffULL;
+		r = fsx_run(seed, ops_per_run, fk, why, sizeof(why));
+	}
+	t = gmem_now() - t0;
+	for (int fk = 0; fk < NR_FILE_KINDS; fk++)
+		ops += totals[fk].ops;
+	ksft_print_msg("soak: %ld runs passed, %ld operations in %.0f s: %.0f operations/s\n",
+		       totals[0].runs + totals[1].runs + totals[2].runs, ops, t, ops / t);
+	for (int fk = 0; fk < NR_FILE_KINDS; fk++) {
+		if (!totals[fk].runs)
+			continue;
+		ksft_print_msg("soak coverage, %s file (%ld runs): operation: %s / %s / %s / %s\n",
+			       file_kind_name[fk], totals[fk].runs, page_state_name[0], page_state_name[1],
+			       page_state_name[2], page_state_name[3]);
+		for (int k = 0; k < NR_KINDS; k++) {
+			const long *c = totals[fk].count[k];
+
+			if (c[0] + c[1] + c[2] + c[3])
+				ksft_print_msg("soak coverage, %s file: %-12s %ld / %ld / %ld / %ld\n",
+					       file_kind_name[fk], kind_name[k], c[0], c[1], c[2], c[3]);
+		}
+		for (int e = 0; e < NR_EVENTS; e++)
+			ksft_print_msg("soak coverage, %s file: event: %s %ld\n", file_kind_name[fk],
+				       event_name[e], totals[fk].ev[e]);
+	}
+	ksft_test_result_code(r, "soak: random seeds on every file kind offered", "%s", why);
+	ksft_finished();
+	return 0;
+}
+
 static const struct gmem_case cases[] = {
 	{ "plain file: fixed seeds, every read and probe as the model says", fixed_plain },
 	{ "NO_DIRECT_MAP file: fixed seeds, windows and direct map counted as the model says",
@@ -1229,7 +1302,7 @@ int main(int argc, char **argv)
 	int kvm, opt;
 
 	page = getpagesize();
-	while ((opt = getopt(argc, argv, "s:n:k:vp")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:k:vpt:")) != -1) {
 		switch (opt) {
 		case 's':
 			seed = strtoull(optarg, NULL, 0);
@@ -1244,6 +1317,9 @@ int main(int argc, char **argv)
 		case 'p':
 			probe_each = true;
 			break;
+		case 't':
+			soak_seconds = strtol(optarg, NULL, 0);
+			break;
 		case 'k':
 			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
 				;
@@ -1253,7 +1329,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace] [-v] [-p]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace] [-v] [-p] | -t SECONDS\n", argv[0]);
 			return 2;
 		}
 	}
@@ -1303,6 +1379,8 @@ int main(int argc, char **argv)
 		printf("%s: %s\n", r == KSFT_PASS ? "ok" : "FAIL", r == KSFT_SKIP ? not_offered[fk] : why);
 		return r == KSFT_PASS ? 0 : 1;
 	}
+	if (soak_seconds > 0)
+		return soak();
 	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
 	return 0;
 }
