@@ -37,7 +37,7 @@ prepare:
 	@KVM_GMEM_MODULES_ONLY=$(DKMS) scripts/prepare.sh
 
 modules: prepare
-	@scripts/build-modules.sh $(KVER) $(KDIR)
+	@KVM_GMEM_MODULES_ONLY=$(DKMS) scripts/build-modules.sh $(KVER) $(KDIR)
 
 selftests: prepare
 	@DEBIAN= scripts/prepare.sh

@@ -99,7 +99,12 @@ seed_obj() {
 	rm -rf "$dir"
 	[ -f "$from/Module.symvers" ] || return 0
 	cp -a "$from" "$dir"
-	grep -rlIZ -F "$from" "$dir" | xargs -0 -r sed -i "s|$from|$dir|g"
+	{ grep -rlIZ -F "$from" "$dir" || true; } | xargs -0 -r sed -i "s|$from|$dir|g"
+	# Kbuild saw both through their fixed paths (build-modules.sh).
+	local kfrom kto
+	kfrom=$(kbuild_path "$top" "$from")
+	kto=$(kbuild_path "$top" "$dir")
+	{ grep -rlIZ -F "$kfrom" "$dir" || true; } | xargs -0 -r sed -i "s|$kfrom|$kto|g"
 }
 
 # must_fail NAME TIER MODULES 'REGEX...' -- ENV=VALUE...: run TIER (our gmem

@@ -2,7 +2,7 @@
 # Check the series patch by patch: each applies with zero fuzz and passes the
 # tree's checkpatch.pl --strict, and what it touches builds with the patches
 # up to it. Works in build/check-series/. The KVM modules build here without
-# debug info (it only has to compile).
+# debug info and symbol versions (it only has to compile).
 #   src/series         the KVM modules (and the selftests, for tools/ patches)
 #   src/mm-shim/series in a full tree: the C files each patch touches build
 #                      (cross, arm64 config); the whole kernel: the shim tier
@@ -45,7 +45,7 @@ for p in "${patches[@]}"; do
 	   ! grep '^+++ b/' "$top/src/$p" | grep -vE '^\+\+\+ b/(tools/.*|.*/Kconfig)$' > /dev/null; then
 		step "  touches tools/ or Kconfig only: the modules are as after the patch before"
 	else
-		KVM_GMEM_DEBUG_INFO=n "$top/scripts/build-modules.sh" > "$work/build.log" 2>&1 ||
+		KVM_GMEM_COMPILE_ONLY=1 "$top/scripts/build-modules.sh" > "$work/build.log" 2>&1 ||
 			{ tail -40 "$work/build.log"; die "modules do not build after $p (log: $work/build.log)"; }
 	fi
 	if grep -q '^+++ b/tools/' "$top/src/$p"; then
@@ -75,7 +75,7 @@ arm64="$work/arm64"
 rm -rf "$arm64"
 mkdir -p "$arm64"
 cp -al "$tree" "$arm64/src"
-export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_BASEDIR="$arm64" CCACHE_DEPEND=1
+export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=8G CCACHE_BASEDIR="$arm64" CCACHE_DEPEND=1
 cross=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="ccache aarch64-linux-gnu-gcc")
 need_tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
 cat "$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config" > "$arm64/fragments.config"

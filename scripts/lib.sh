@@ -83,6 +83,14 @@ cache_lock() {
 	flock 9
 }
 
+# kbuild_path TOP OBJ: the fixed path outside the clone through which
+# build-modules.sh builds OBJ (a dir in the clone TOP), so that ccache sees
+# the same paths from every clone (build/obj/X -> work/kbuild/build+obj+X).
+kbuild_path() {
+	local rel=${2#"$1"/}
+	echo "$KVM_GMEM_CACHE/work/kbuild/${rel//\//+}"
+}
+
 # hash_inputs FILE...: short content hash of files (names and contents), used as cache keys.
 hash_inputs() {
 	for f in "$@"; do
