@@ -90,7 +90,7 @@ deb:
 	@scripts/install-deps.sh deb
 	@scripts/build-deb.sh
 
-# The dkms tier alone (not part of make check: see README): the .deb installed in a
+# The dkms tier alone (not part of make check: see docs/packaging.md): the .deb installed in a
 # guest with Debian's kernel, headers and source, dkms builds under TCG.
 check-dkms: selftests
 	@scripts/install-deps.sh deb

@@ -64,7 +64,7 @@ mkdir -p "$(dirname "$log")"
 # run stale translated code after the kernel patched its text on another vCPU
 # (text_poke_bp), which shows up as a spurious "Oops: int3". Round-robin TCG
 # keeps two vCPUs, without that race. TCG_THREAD=multi (environment) asks for
-# MTTCG anyway, to measure what it would buy (README, Packaging).
+# MTTCG anyway, to measure what it would buy (docs/packaging.md).
 tcg_thread=${TCG_THREAD:-single}
 [[ "$tcg_thread" == single || "$tcg_thread" == multi ]] ||
 	die "TCG_THREAD must be single or multi, got '$tcg_thread'"

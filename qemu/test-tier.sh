@@ -33,8 +33,8 @@ shift
 # tests/<tier>-boot-list (gmem_linux_boot_test, a Linux guest on guest_memfd) in a
 # guest of its own with one host thread per vCPU. QEMU's TCG leaves the
 # vector of an interrupt it injected at VMRUN pending as an exception and
-# delivers it a second time, IF=0 or not, at the next exit request (README,
-# "A Linux guest on guest_memfd"); round-robin TCG (thread=single) makes
+# delivers it a second time, IF=0 or not, at the next exit request (docs/linux-guest.md,
+# "Two platform problems"); round-robin TCG (thread=single) makes
 # one every 100 ms to switch vCPUs, MTTCG only for rare cross-CPU work.
 suffix=
 case "$tier" in

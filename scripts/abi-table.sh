@@ -1,11 +1,11 @@
 #!/bin/bash
-# README's ABI table, made from what gmem_abi_test checked: each of its TAP
+# The ABI table of docs/abi.md, made from what gmem_abi_test checked: each of its TAP
 # case names is "ABI WHO: WHAT = VALUE" or "ABI WHO: WHAT: VALUE", and a
 # passing case is a cell of the table (row WHO: WHAT, column ABI).
 #   abi-table.sh [TAP]            print the table (default: the stock tier's
 #                                 build/results/stock/gmem_abi_test.tap)
-#   abi-table.sh --check [TAP]    README's table must be that table
-#   abi-table.sh --update [TAP]   write it into README
+#   abi-table.sh --check [TAP]    docs/abi.md's table must be that table
+#   abi-table.sh --update [TAP]   write it into docs/abi.md, between its markers
 # Refuses a TAP file with a failed or skipped case: only checked facts go in.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -14,7 +14,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 mode=print
 case "${1:-}" in --check|--update) mode=${1#--}; shift ;; esac
 tap=${1:-$top/build/results/stock/gmem_abi_test.tap}
-readme="$top/README.md"
+doc="$top/docs/abi.md"
 begin='<!-- abi-table: scripts/abi-table.sh --update writes this table from gmem_abi_test'"'"'s cases -->'
 end='<!-- /abi-table -->'
 
@@ -74,22 +74,22 @@ print)
 	table
 	;;
 check|update)
-	grep -qxF "$begin" "$readme" && grep -qxF "$end" "$readme" ||
-		die "README.md has no abi-table markers"
+	grep -qxF "$begin" "$doc" && grep -qxF "$end" "$doc" ||
+		die "docs/abi.md has no abi-table markers"
 	new=$(mktemp)
 	trap 'rm -f "$new"' EXIT
 	awk -v begin="$begin" -v end="$end" -v tablefile=<(table) '
 		$0 == begin { print; print ""; while ((getline l < tablefile) > 0) print l; print ""; skip = 1; next }
 		$0 == end { skip = 0 }
-		!skip' "$readme" >"$new"
+		!skip' "$doc" >"$new"
 	if [ "$mode" = update ]; then
-		cat "$new" >"$readme"
-		step "README.md: ABI table written from $tap"
-	elif cmp -s "$new" "$readme"; then
-		step "ok: README's ABI table is what gmem_abi_test checked ($tap)"
+		cat "$new" >"$doc"
+		step "docs/abi.md: ABI table written from $tap"
+	elif cmp -s "$new" "$doc"; then
+		step "ok: docs/abi.md's ABI table is what gmem_abi_test checked ($tap)"
 	else
-		diff -u "$readme" "$new" | sed -n '1,40p' >&2
-		die "README's ABI table differs from what gmem_abi_test checked: run scripts/abi-table.sh --update"
+		diff -u "$doc" "$new" | sed -n '1,40p' >&2
+		die "docs/abi.md's ABI table differs from what gmem_abi_test checked: run scripts/abi-table.sh --update"
 	fi
 	;;
 esac

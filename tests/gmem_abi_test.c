@@ -3,7 +3,7 @@
  * gmem_abi_test: the guest_memfd mmap() ABI table, in both settings of the
  * kvm.gmem_mainline_abi module parameter: the test writes the parameter
  * itself (v7 round, then mainline round) and restores it, so one run covers
- * both. README's ABI table is made from the names of its cases
+ * both. docs/abi.md's ABI table is made from the names of its cases
  * (scripts/abi-table.sh --update); in short:
  *
  *                          mainline (=1, default)    v7 (=0)
@@ -161,7 +161,7 @@ static int bind_slot(int vm, int gmem, void *hva)
 	return ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &region) ? -errno : 0;
 }
 
-/* How the case names (README's ABI table) spell flags and errnos. */
+/* How the case names (docs/abi.md's ABI table) spell flags and errnos. */
 static const char *flag_names(unsigned long long flags)
 {
 	switch (flags) {
@@ -321,7 +321,7 @@ static void check_bad_flags(int vm, const char *who, unsigned long long allowed)
 }
 
 /*
- * What a guest_memfd of some flags must do, and how README's ABI table says
+ * What a guest_memfd of some flags must do, and how docs/abi.md's ABI table says
  * it: the case names are the table's cells (scripts/abi-table.sh).
  */
 struct behaviour {

@@ -32,7 +32,7 @@
  * The name's suffix selects the variant a list runs; the options override
  * it (-a "loglevel=8" shows the guest's whole boot log). BOOT_NO_PV_EOI=1 in
  * the environment hides KVM's PV EOI from the guest: an experiment on the
- * interrupts that nested TCG delivers with interrupts disabled (README).
+ * interrupts that nested TCG delivers with interrupts disabled (docs/linux-guest.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1020,7 +1020,7 @@ static struct ndm_cost ndm_costs(void)
 
 /*
  * A hang that is QEMU's TCG delivering KVM's injected timer interrupt a
- * second time (README: A Linux guest on guest_memfd): the timer interrupt
+ * second time (docs/linux-guest.md): the timer interrupt
  * nested in itself, by name on the hung guest's stack.
  */
 static bool tcg_double_injection(const char *trace)
@@ -1126,7 +1126,7 @@ int main(int argc, char **argv)
 			report_hang(why);
 		/*
 		 * QEMU's TCG can deliver an interrupt that KVM injected a
-		 * second time, whatever this guest's IF (README: its VMRUN
+		 * second time, whatever this guest's IF (docs/linux-guest.md: its VMRUN
 		 * leaves the vector pending as an exception until the next
 		 * exit request, which round-robin TCG makes every 100 ms and
 		 * MTTCG, which the boot tiers use, rarely). The report above
@@ -1151,7 +1151,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "ndm")) {
 		struct ndm_cost after = ndm_costs();
 
-		/* What NO_DIRECT_MAP cost this boot (README: No direct map). */
+		/* What NO_DIRECT_MAP cost this boot (docs/benchmarks.md, A Linux guest boot). */
 		printf("# no direct map: %ld pages taken out, %ld kernel TLB flushes, %ld direct map splits\n",
 		       after.folios - ndm_before.folios, after.flushes - ndm_before.flushes,
 		       direct_map_splits(&ndm_before, &after));

@@ -13,7 +13,7 @@
  *
  * get_mempolicy(MPOL_F_ADDR) through a second mapping of the file reports the
  * file's policy where kvm.ko uses mm's shared policy (the mm-shim kernel) and
- * MPOL_DEFAULT on Debian's kernel, which does not export it (README).
+ * MPOL_DEFAULT on Debian's kernel, which does not export it (docs/numa.md).
  *
  * One memory node: SKIP (the tiers that run this boot two). Modules without
  * host mappings of guest_memfd: SKIP, or FAIL with ours (gmem_test.h).
@@ -611,7 +611,7 @@ static int bad_input(char *why, size_t whylen)
 /*
  * MPOL_WEIGHTED_INTERLEAVE: mm's shared policy follows it (default weights:
  * plain interleave); the module's own policy store refuses it with EINVAL,
- * as its weights are mm's (README).
+ * as its weights are mm's (docs/numa.md).
  */
 static int weighted_interleave(char *why, size_t whylen)
 {

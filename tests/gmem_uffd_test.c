@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gmem_uffd_test: userfaultfd on guest_memfd mappings (mainline 7.1, our
- * kvm.ko with mm-shim 0008/0009): lazy restore of a snapshot by MISSING
+ * gmem_uffd_test: userfaultfd on guest_memfd mappings (Mike Rapoport's
+ * posted series, not in mainline as of 7.3, which has only the generic
+ * struct vm_uffd_ops; our kvm.ko with mm-shim 0008/0009): lazy restore of a snapshot by MISSING
  * faults (UFFDIO_COPY) and by MINOR faults (pages written with write(),
  * mapped by UFFDIO_CONTINUE), each page served exactly once whatever the
  * order of the accesses; bad input gets a clean errno; a closed

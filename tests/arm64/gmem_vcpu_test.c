@@ -318,7 +318,7 @@ out:
  * a VM fd; with mainline's ABI (the default) capability 239 (the v7 series'
  * KVM_CAP_GMEM_SHARED_MEM, mainline's KVM_CAP_ARM_WRITABLE_IMP_ID_REGS) is 0
  * on /dev/kvm and on the VM, and enabling it fails with EINVAL; with the v7
- * ABI it is 1 (the collision README's ABI section warns about). With either
+ * ABI it is 1 (the collision docs/abi.md warns about). With either
  * ABI KVM_CAP_MEMORY_FAULT_INFO is 0, as on mainline's arm64, which fills in
  * KVM_EXIT_MEMORY_FAULT for guest_memfd faults but only x86 advertises it.
  */

@@ -108,7 +108,7 @@
 #define GUEST_MEMFD_FLAG_MMAP		(1ULL << 0)
 #define GUEST_MEMFD_FLAG_INIT_SHARED	(1ULL << 1)
 #endif
-/* Provisional numbers (src/virt/0021, 0024; README). */
+/* Provisional numbers (src/virt/0021, 0024; docs/abi.md). */
 #ifndef GUEST_MEMFD_FLAG_WRITE
 #define GUEST_MEMFD_FLAG_NO_DIRECT_MAP	(1ULL << 2)
 #define GUEST_MEMFD_FLAG_WRITE		(1ULL << 3)
@@ -462,7 +462,8 @@ static int case_fault(const struct bench_case *c, double *v, char *why, size_t w
 }
 
 /*
- * Lazy restore by userfaultfd (mainline 7.1; our kvm.ko on the mm-shim
+ * Lazy restore by userfaultfd (a posted series, not in mainline as of 7.3,
+ * which has only the generic struct vm_uffd_ops; our kvm.ko on the mm-shim
  * kernel): a handler thread serves every MISSING fault with UFFDIO_COPY of
  * the snapshot's page while the main thread reads each page once, pages/s.
  * Guest_memfd against a shmem memfd, and a NO_DIRECT_MAP guest_memfd.

@@ -6,7 +6,7 @@
 # kvm_inj_virq before the hang and the exits' intr_info (EXITINTINFO).
 # Stage it by hand next to the VMM, boot-init and boot-vmlinuz with a list
 # line "trace-l1.sh 2400" and give the directory to qemu/run-tier.sh --tests
-# (README, "A Linux guest on guest_memfd"). A TAP "ok" means no hang.
+# (docs/linux-guest.md). A TAP "ok" means no hang.
 #   VARIANT=.anon RUNS=10 KVM_AMD_PARAMS="vgif=0" (environment, optional)
 d=$(dirname "$0")
 vmm=$d/gmem_linux_boot_test${VARIANT-.anon}

@@ -58,11 +58,11 @@
 #ifndef GUEST_MEMFD_FLAG_INIT_SHARED
 #define GUEST_MEMFD_FLAG_INIT_SHARED	(1ULL << 1)
 #endif
-/* Provisional (the proposed write() series): src/virt/0021, README. */
+/* Provisional (the proposed write() series): src/virt/0021, docs/abi.md. */
 #ifndef GUEST_MEMFD_FLAG_WRITE
 #define GUEST_MEMFD_FLAG_WRITE		(1ULL << 3)
 #endif
-/* Provisional (the proposed direct map removal series): src/virt/0024, README. */
+/* Provisional (the proposed direct map removal series): src/virt/0024, docs/abi.md. */
 #ifndef GUEST_MEMFD_FLAG_NO_DIRECT_MAP
 #define GUEST_MEMFD_FLAG_NO_DIRECT_MAP	(1ULL << 2)
 #endif
