@@ -143,6 +143,8 @@ run_step "tier stock (our modules)" build/results/tier-stock.log qemu/test-tier.
 run_step "README ABI table = gmem_abi_test's cases" build/results/abi-table.log scripts/abi-table.sh --check
 # Every Markdown link resolves (anchors, files), no network.
 run_step "Markdown links resolve" build/results/links.log scripts/check-links.sh
+# Each series' cover letter lists its series' patches, in order.
+run_step "cover letters = the series" build/results/cover-letters.log scripts/series-git.sh check-cover-letters
 run_step "tier debian (Debian's modules)" build/results/tier-debian.log qemu/test-tier.sh debian
 # Only a real run of both can be compared.
 if [ -f build/results/stock/summary.txt ] && [ -f build/results/debian/summary.txt ]; then
