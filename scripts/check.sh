@@ -65,8 +65,9 @@ run_step() {
 # ends, as run_step records it. For steps that need nothing from each other
 # and no quiet machine: the must-fail runs (one TCG guest each, one host
 # thread per guest, gmem programs only, no timing-sensitive selftests) and
-# the package builds. The tiers whose selftests measure time (hyperv_clock,
-# xapic_state_test) and the boot tiers keep running alone.
+# the package builds, and the boot tiers (a Linux guest, whose checks count
+# pages and flushes). The tiers whose selftests measure time
+# (xapic_state_test) keep running alone.
 par_pids=() par_names=() par_logs=() par_t0=()
 start_step() {
 	local name=$1 log=$2
