@@ -104,6 +104,16 @@ finish_a_step() {
 end_steps() {
 	while [ ${#par_pids[@]} -gt 0 ]; do finish_a_step; done
 }
+# wait_for_step NAME: until the step NAME has ended (recording those that end
+# meanwhile), for a step that needs what NAME made.
+step_running() {
+	local n
+	for n in "${par_names[@]}"; do [ "$n" != "$1" ] || return 0; done
+	return 1
+}
+wait_for_step() {
+	while step_running "$1"; do finish_a_step; done
+}
 
 # The guest image and the two custom kernels cost ~25 min of CPU cold. Build
 # them from the start, in the background and at the lowest priority: they
@@ -175,7 +185,19 @@ must_fail_step "KVM's mappings ignore userfault" kvm-maps-ignore-userfault
 must_fail_step "the exerciser: kvmclock's pfn cache in a restore" fsx-gpc-restore
 must_fail_step "the exerciser: a conversion ignores a pin" fsx-conversion-ignores-pins
 end_steps
-run_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
+# The shim tier (gmem programs only, no timed selftests) with the steps that
+# need nothing from it: the arm64 tier (its own TCG guest, KVM selftests
+# that time nothing), the harness's own failure kinds (fake tests, a hang)
+# and the front ends (make bench there only has to run to its end; its
+# numbers are not judged).
+start_step "tier shim (mm-shim debug kernel)" build/results/tier-shim.log qemu/test-tier.sh shim
+start_step "tier arm64 (KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
+start_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh
+start_step "front ends: qemu-run, bench, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
+# What needs the shim tier's modules and probe modules: their exports, the
+# Linux guest on the shim kernel, the shim tier's must-fail runs (each
+# starts from a copy of its object dir).
+wait_for_step "tier shim (mm-shim debug kernel)"
 run_step "mm-shim exports: only kvm imports them" build/results/mm-shim-exports.log scripts/check-exports.sh
 start_step "tier shim-boot (a Linux guest)" build/results/tier-shim-boot.log qemu/test-tier.sh shim-boot
 must_fail_step "ours without NO_DIRECT_MAP" no-direct-map
@@ -187,13 +209,7 @@ must_fail_step "pfn caches kept across a memslot unbind" gpc-unbind-keeps-cache
 must_fail_step "kvm_vcpu_map() ignores userfault" vcpu-map-ignores-userfault
 must_fail_step "the exerciser: a window into a punched range" fsx-ndm-window-into-punched
 must_fail_step "the exerciser: a vCPU fault without its window" fsx-ndm-vcpu-one-page
-# With them: the arm64 tier (its own TCG guest, KVM selftests that time
-# nothing) and the harness's own failure kinds (fake tests, a hang).
-start_step "tier arm64 (KVM built in)" build/results/tier-arm64.log qemu/test-tier.sh arm64
-start_step "harness fails when it should" build/results/harness-check.log scripts/check-harness.sh
 end_steps
-# make bench's Linux boots time themselves: alone.
-run_step "front ends: qemu-run, bench, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
 # The tiers above have waited for what they needed; the series check may
 # still be running.
 step "waiting for the background job: the series check (log: build/results/check-series.log)"
