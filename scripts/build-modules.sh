@@ -44,15 +44,15 @@ cmp -s "$obj/target.mk.new" "$obj/target.mk" 2>/dev/null &&
 # KVM_GMEM_DEBUG_INFO=n: without the target config's -g (and BTF), a fifth less
 # compile time, for builds that only have to compile (the series check).
 # Debug info changes no layout and no export CRC.
-make_args=()
-[ "${KVM_GMEM_DEBUG_INFO:-}" != n ] || make_args+=(CONFIG_DEBUG_INFO= CONFIG_DEBUG_INFO_BTF_MODULES=)
 # KVM_GMEM_COMPILE_ONLY=1 (the series check): that and no symbol versions.
 # genksyms preprocesses each exporting file again, uncached: four fifths of
 # a rebuild whose objects ccache has (30 CPU-s of 37). Such modules cannot
 # load into a kernel with CONFIG_MODVERSIONS, so there is no CRC check.
 compile_only=${KVM_GMEM_COMPILE_ONLY:-}
-[ -z "$compile_only" ] ||
-	make_args+=(CONFIG_DEBUG_INFO= CONFIG_DEBUG_INFO_BTF_MODULES= CONFIG_MODVERSIONS=)
+make_args=()
+[ "${KVM_GMEM_DEBUG_INFO:-}" != n ] && [ -z "$compile_only" ] ||
+	make_args+=(CONFIG_DEBUG_INFO= CONFIG_DEBUG_INFO_BTF_MODULES=)
+[ -z "$compile_only" ] || make_args+=(CONFIG_MODVERSIONS=)
 
 # ccache in depend mode, as for the kernels (build-kernel.sh), keyed by what
 # each object is compiled from, so that a rebuild of the same sources
@@ -79,9 +79,8 @@ if [ -n "$debian_native" ] && [ -n "$use_ccache" ] && command -v ccache > /dev/n
 	case "$obj" in
 	"$top"/*)
 		kbuild_dir=$(kbuild_path "$top" "$obj")
-		mkdir -p "$(dirname "$kbuild_dir")" "$KVM_GMEM_CACHE/.locks"
-		exec 8>"$KVM_GMEM_CACHE/.locks/kbuild-$(basename "$kbuild_dir").lock"
-		flock 8
+		mkdir -p "$(dirname "$kbuild_dir")"
+		cache_lock "kbuild-$(basename "$kbuild_dir")"
 		ln -sfn "$obj" "$kbuild_dir"
 		;;
 	esac

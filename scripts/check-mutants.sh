@@ -99,12 +99,14 @@ seed_obj() {
 	rm -rf "$dir"
 	[ -f "$from/Module.symvers" ] || return 0
 	cp -a "$from" "$dir"
-	{ grep -rlIZ -F "$from" "$dir" || true; } | xargs -0 -r sed -i "s|$from|$dir|g"
+	repoint "$dir" "$from" "$dir"
 	# Kbuild saw both through their fixed paths (build-modules.sh).
-	local kfrom kto
-	kfrom=$(kbuild_path "$top" "$from")
-	kto=$(kbuild_path "$top" "$dir")
-	{ grep -rlIZ -F "$kfrom" "$dir" || true; } | xargs -0 -r sed -i "s|$kfrom|$kto|g"
+	repoint "$dir" "$(kbuild_path "$top" "$from")" "$(kbuild_path "$top" "$dir")"
+}
+
+# repoint DIR FROM TO: FROM becomes TO in every text file under DIR.
+repoint() {
+	{ grep -rlIZ -F "$2" "$1" || true; } | xargs -0 -r sed -i "s|$2|$3|g"
 }
 
 # must_fail NAME TIER MODULES 'REGEX...' -- ENV=VALUE...: run TIER (our gmem

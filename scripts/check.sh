@@ -62,12 +62,13 @@ run_step() {
 # Steps two at a time: start_step NAME LOG COMMAND... starts one in the
 # background (first waiting, while two run, for either to end), and
 # end_steps waits for the rest; each verdict is recorded when its step
-# ends, as run_step records it. For steps that need nothing from each other
-# and no quiet machine: the must-fail runs (one TCG guest each, one host
-# thread per guest, gmem programs only, no timing-sensitive selftests) and
-# the package builds, and the boot tiers (a Linux guest, whose checks count
-# pages and flushes). The tiers whose selftests measure time
-# (xapic_state_test) keep running alone.
+# ends, as run_step records it. For steps that need no quiet machine: the
+# must-fail runs (one TCG guest each, one host thread per guest, gmem
+# programs only, no timing-sensitive selftests), the package builds, the
+# boot tiers (a Linux guest, whose checks count pages and flushes), the
+# shim and arm64 tiers, the harness check and the front ends; a step that
+# needs another's output waits for it (wait_for_step). The tiers whose
+# selftests measure time (stock, debian: xapic_state_test) run alone.
 par_pids=() par_names=() par_logs=() par_t0=()
 start_step() {
 	local name=$1 log=$2

@@ -165,10 +165,8 @@ check-cover-letters)
 			step "FAIL: src/$letter still has git's placeholders: write its title and text"
 			bad=$((bad + 1))
 		fi
-		if ! diff -u "$top/src/$letter" <(cover_letter "$top/src/$letter" "$top/src/$series") \
-			>/dev/null; then
-			diff -u "$top/src/$letter" <(cover_letter "$top/src/$letter" "$top/src/$series") |
-				sed -n '1,30p' >&2 || true
+		if ! differ=$(diff -u "$top/src/$letter" <(cover_letter "$top/src/$letter" "$top/src/$series")); then
+			sed -n '1,30p' <<<"$differ" >&2
 			step "FAIL: src/$letter: its patch count or list is not src/$series (scripts/series-git.sh cover-letters)"
 			bad=$((bad + 1))
 			continue
