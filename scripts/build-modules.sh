@@ -14,10 +14,7 @@ src=${BUILD_SRC:-$(release_build_src "$top")}
 obj=${BUILD_OBJ:-$top/build/obj/$kver}
 [ -f "$kdir/Module.symvers" ] || die "$kdir is not a kernel build directory (no Module.symvers)"
 
-# Copy by content, without times: files whose content did not change keep
-# their mtimes here, so only what the series changed is rebuilt.
-mkdir -p "$obj"
-rsync -rl --checksum "$src/virt" "$src/arch" "$src/include" "$obj/"
+sync_module_sources "$src" "$obj"
 rsync -a "$top/Kbuild" "$top/VERSION" "$obj/"
 
 # Target-kernel facts, detected here once and recorded next to the objects.
@@ -53,6 +50,10 @@ make_args=()
 [ "${KVM_GMEM_DEBUG_INFO:-}" != n ] && [ -z "$compile_only" ] ||
 	make_args+=(CONFIG_DEBUG_INFO= CONFIG_DEBUG_INFO_BTF_MODULES=)
 [ -z "$compile_only" ] || make_args+=(CONFIG_MODVERSIONS=)
+# KVM_GMEM_OBJECTS="virt/kvm/x.o ..." (the series check, between its full
+# builds): compile just these objects; no link, no modules, no CRC check.
+targets=(modules)
+[ -z "${KVM_GMEM_OBJECTS:-}" ] || read -ra targets <<< "$KVM_GMEM_OBJECTS"
 
 # ccache in depend mode, as for the kernels (build-kernel.sh), keyed by what
 # each object is compiled from, so that a rebuild of the same sources
@@ -97,7 +98,11 @@ step "building modules for $kver (mm hook: $hook, put notify: $put, mm shared po
 in_root=()
 [ -n "$debian_native" ] ||
 	in_root=("$top/scripts/build-root.sh" "${kdir%/usr/src/*}" "$obj" --)
-"${in_root[@]}" make -C "$kdir" M="$kbuild_dir" -j"$(nproc)" ${V:+V=$V} "${make_args[@]}" modules
+"${in_root[@]}" make -C "$kdir" M="$kbuild_dir" -j"$(nproc)" ${V:+V=$V} "${make_args[@]}" "${targets[@]}"
+if [ -n "${KVM_GMEM_OBJECTS:-}" ]; then
+	step "compiled: ${targets[*]}"
+	exit 0
+fi
 step "built: $(cd "$obj" && ls -1 kvm.ko kvm-amd.ko kvm-intel.ko | tr '\n' ' ')"
 # A kernel of ours built without its own kvm modules (build-kernel.sh shim)
 # has no kvm exports to compare: nothing there imports them but our modules.

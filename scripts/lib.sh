@@ -83,6 +83,15 @@ cache_lock() {
 	flock 9
 }
 
+# sync_module_sources SRC OBJ: copy the sources the modules build from (a
+# build/src tree) into their object dir by content, without times: files
+# whose content did not change keep their mtimes, so kbuild rebuilds only
+# what changed.
+sync_module_sources() {
+	mkdir -p "$2"
+	rsync -rl --checksum "$1/virt" "$1/arch" "$1/include" "$2/"
+}
+
 # kbuild_path TOP OBJ: the fixed path outside the clone through which
 # build-modules.sh builds OBJ (a dir in the clone TOP), so that ccache sees
 # the same paths from every clone (build/obj/X -> work/kbuild/build+obj+X).
