@@ -45,6 +45,9 @@
 #                    that runs into a range punched since (issue 39, 15)
 #   fsx-ndm-vcpu-one-page shim tier, a vCPU's NO_DIRECT_MAP fault without
 #                    its window (as ndm-vcpu-one-page)
+#   fsx-ndm-failed-zap-stays-up-to-date shim tier, write() leaves a page it
+#                    failed to take out of the direct map up to date, so a
+#                    fault maps it there
 # A mutant passes this check only if its run ended in a judged "RESULT:
 # FAIL" of its own (the summary is removed first), its modules loaded (our
 # mutant, or Debian's), no crash, timeout or splat is among the problems,
@@ -165,7 +168,7 @@ mutants=("$@")
 			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault kvm-maps-ignore-userfault
 			 ndm-vcpu-one-page gpc-unbind-keeps-cache vcpu-map-ignores-userfault
 			 fsx-gpc-restore fsx-conversion-ignores-pins fsx-ndm-window-into-punched
-			 fsx-ndm-vcpu-one-page)
+			 fsx-ndm-vcpu-one-page fsx-ndm-failed-zap-stays-up-to-date)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -351,6 +354,13 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		must_fail fsx-ndm-vcpu-one-page shim ours \
 'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)' -- \
 			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-ndm-vcpu-one-page-shim"
+		;;
+	fsx-ndm-failed-zap-stays-up-to-date)
+		mutate fsx-ndm-failed-zap-stays-up-to-date virt/kvm/guest_memfd.c \
+			's/(\t\t\tclear_highpage\(folio_page\(folio, 0\)\);\n)\t\t\tfolio_clear_uptodate\(folio\);\n/$1/' || continue
+		must_fail fsx-ndm-failed-zap-stays-up-to-date shim ours \
+'gmem_fsx: "NO_DIRECT_MAP file with failing zaps: fixed seeds, .*" FAILED: ndm-failzap file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): [0-9]+ pages out of the direct map, the file has [0-9]+ \([0-9]+ left in by a failed zap; taken out since the last probe:( [0-9]+)+\)' -- \
+			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-ndm-failed-zap-stays-up-to-date-shim"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

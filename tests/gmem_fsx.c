@@ -6,7 +6,7 @@
  * whether it is armed for KVM Userfault, and every read and every probe is
  * checked against it. A mismatch stops the run and prints the seed, the
  * operation number and the last 50 operations; `gmem_fsx -s SEED -n OPS
- * [-k plain|ndm|inplace]` replays a run exactly.
+ * [-k plain|ndm|inplace|ndm-failzap]` replays a run exactly.
  *
  * The file is bound, 12 pages of it at a time, to a gmem-only memslot of the
  * VM that created it (guest physical 0x4000), and a real-mode vCPU reads it
@@ -40,9 +40,14 @@
  * File kinds: plain (a default VM's MMAP | INIT_SHARED | WRITE file), ndm
  * (the same with NO_DIRECT_MAP, the shim kernel), inplace (a SW_PROTECTED
  * VM created with kvm.gmem_in_place_conversion=1, MMAP | INIT_SHARED, no
- * write(), no KVM Userfault or kvmclock yet). Without arguments: TAP cases,
- * fixed seeds and one random seed (printed) per kind offered. Not yet: a
- * vCPU that writes, uffd, NUMA, several threads.
+ * write(), no KVM Userfault or kvmclock yet), ndm-failzap (an ndm file
+ * whose runs also pwrite() a page while taking a page out of the direct map
+ * fails once, injected through debugfs kvm/fail_gmem_ndm_zap: the write
+ * fails with ENOMEM and its page stays in the file, cleared, in the direct
+ * map, until a fault, a vCPU or a write takes it out; no kvmclock, which would prepare such a page at a
+ * time of KVM's). Without arguments: TAP cases, fixed seeds and one random
+ * seed (printed) per kind offered. Not yet: a vCPU that writes, uffd,
+ * several threads.
  *
  * Modules without host mappings of guest_memfd: SKIP, or FAIL with ours.
  */
@@ -70,26 +75,35 @@
 #define SLOT_PAGES	12
 #define MAX_SERVES	8	/* userfault exits one vCPU read may take */
 
-enum file_kind { FK_PLAIN, FK_NDM, FK_INPLACE, NR_FILE_KINDS };
-static const char *const file_kind_name[NR_FILE_KINDS] = { "plain", "ndm", "inplace" };
+enum file_kind { FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, NR_FILE_KINDS };
+static const char *const file_kind_name[NR_FILE_KINDS] = {
+	"plain", "ndm", "inplace", "ndm-failzap",
+};
 
 enum op_kind {
 	MAP_WRITE, MAP_READ, PWRITE, FALLOC, PUNCH, REMAP, RANDOM, NORMAL, PROBE,
-	VCPU_READ, REBIND, CLOCK, ARM, CONVERT, PIN, UNPIN, MBIND, DISARM, RECREATE, NR_KINDS
+	VCPU_READ, REBIND, CLOCK, ARM, CONVERT, PIN, UNPIN, MBIND, DISARM, RECREATE, FAILZAP,
+	NR_KINDS
 };
 
 static const char *const kind_name[NR_KINDS] = {
 	"map-write", "map-read", "pwrite", "fallocate", "punch", "remap", "madv-random",
 	"madv-normal", "probe", "vcpu-read", "rebind", "kvmclock", "arm", "convert", "pin",
-	"unpin", "mbind", "disarm", "recreate",
+	"unpin", "mbind", "disarm", "recreate", "pwrite-failzap",
 };
 
-/* Out of 100 per file kind: what a run is made of. */
+/*
+ * Out of 100 per file kind: what a run is made of. A new operation kind
+ * comes with a new file kind (an existing kind's weights unchanged), so
+ * that every seed of the existing kinds replays as it did.
+ */
 static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
-	/*         mw  mr  pw  fa  pu  re  ra  no  pr  vc  rb  cl  ar  cv  pi  un  mb  da  rc */
-	[FK_PLAIN]   = { 15, 14, 9, 7, 10, 3, 2, 2, 8, 14, 3, 3, 5, 0, 0, 0, 2, 2, 1 },
-	[FK_NDM]     = { 15, 14, 9, 7, 10, 3, 2, 2, 8, 14, 3, 3, 5, 0, 0, 0, 2, 2, 1 },
-	[FK_INPLACE] = { 15, 14, 0, 8, 10, 3, 2, 2, 8, 14, 3, 0, 0, 12, 3, 3, 2, 0, 1 },
+	/*         mw  mr  pw  fa  pu  re  ra  no  pr  vc  rb  cl  ar  cv  pi  un  mb  da  rc  fz */
+	[FK_PLAIN]   = { 15, 14, 9, 7, 10, 3, 2, 2, 8, 14, 3, 3, 5, 0, 0, 0, 2, 2, 1, 0 },
+	[FK_NDM]     = { 15, 14, 9, 7, 10, 3, 2, 2, 8, 14, 3, 3, 5, 0, 0, 0, 2, 2, 1, 0 },
+	[FK_INPLACE] = { 15, 14, 0, 8, 10, 3, 2, 2, 8, 14, 3, 0, 0, 12, 3, 3, 2, 0, 1, 0 },
+	/* No kvmclock: its page may be one a failed zap left, prepared when KVM likes. */
+	[FK_NDM_FAILZAP] = { 14, 14, 7, 7, 10, 3, 2, 2, 8, 14, 3, 0, 4, 0, 0, 0, 2, 2, 1, 7 },
 };
 
 /* The state of an op's first page before it, for the coverage counts. */
@@ -98,14 +112,16 @@ enum page_state { PS_HOLE, PS_PRESENT, PS_PRIVATE, PS_ARMED, NR_PAGE_STATES };
 /* Events a run counts, to say what it covered. */
 enum event {
 	EV_UF_EXIT, EV_CLOCK_EXIT, EV_RESTORE, EV_VCPU_HOLE, EV_VCPU_PRIVATE, EV_WINDOW,
-	EV_PRIVATE_SIGBUS, EV_EAGAIN, EV_CONVERTED, EV_CLOCK_ALLOC, EV_REMOTE, NR_EVENTS
+	EV_PRIVATE_SIGBUS, EV_EAGAIN, EV_CONVERTED, EV_CLOCK_ALLOC, EV_REMOTE, EV_FAILED_ZAP,
+	EV_STALE_USED, NR_EVENTS
 };
 
 static const char *const event_name[NR_EVENTS] = {
 	"userfault exits of the vCPU", "of kvmclock", "restores", "vCPU faults on holes",
 	"vCPU reads of private pages", "NO_DIRECT_MAP windows", "host SIGBUS on private pages",
 	"EAGAIN on a pin", "conversions", "kvmclock pages allocated by KVM",
-	"pages checked on the other node",
+	"pages checked on the other node", "failed zaps",
+	"pages a failed zap left, then taken out by a use",
 };
 
 struct op {
@@ -123,6 +139,13 @@ struct model {
 	bool private[NPAGES];	/* inplace: converted to private */
 	bool armed[NPAGES];	/* KVM Userfault: a hole until restored */
 	bool clock[NPAGES];	/* the first PVCLOCK_SIZE bytes may be kvmclock's */
+	/*
+	 * ndm-failzap: write() failed to take it out of the direct map. The
+	 * file has it (present), cleared, not up to date, in the direct map:
+	 * nothing maps it until a fault or a vCPU takes it out first.
+	 */
+	bool stale[NPAGES];
+	bool unstaled[NPAGES];	/* stale pages taken out since the last probe */
 	int8_t policy[NPAGES];	/* the node mbind() bound it to, or -1 */
 	int8_t vma_policy[NPAGES];	/* what this mapping's mbind() set, or -1 */
 	int8_t node[NPAGES];	/* where the page the file has must be, or -1 */
@@ -282,6 +305,12 @@ static int model_vma_end(struct run *r, int i)
 /* A hole at @i is faulted in through the mapping: what the file then has. */
 static void model_fault(struct run *r, int i)
 {
+	if (r->m.stale[i]) {
+		/* A fault takes it out (it reads zero) and maps no window. */
+		r->m.stale[i] = false;
+		r->m.unstaled[i] = true;
+		r->ev[EV_STALE_USED]++;
+	}
 	if (r->m.present[i])
 		return;
 	/* The mapping is in one page table; a fault maps within its own VMA. */
@@ -294,6 +323,11 @@ static void model_fault(struct run *r, int i)
 /* A vCPU's fault on the hole @i (kvm_gmem_vcpu_fault_end()). */
 static void model_vcpu_fault(struct run *r, int i)
 {
+	if (r->m.stale[i]) {
+		r->m.stale[i] = false;
+		r->m.unstaled[i] = true;
+		r->ev[EV_STALE_USED]++;
+	}
 	if (r->m.present[i])
 		return;
 	int end = r->slot_uf ? i + 1 : model_window_end(r, i, r->slot_off + SLOT_PAGES);
@@ -355,6 +389,7 @@ static bool check_nodes(struct run *r, const struct op *o)
 			continue;
 		/* Mapped for move_pages(): a read of a page the file has allocates nothing. */
 		(void)*(volatile uint8_t *)(r->map + (long)i * page);
+		model_fault(r, i);
 		addr[n] = r->map + (long)i * page;
 		idx[n++] = i;
 	}
@@ -372,7 +407,7 @@ static bool check_nodes(struct run *r, const struct op *o)
 /* The file has exactly the pages the model says, and NO_DIRECT_MAP counts them. */
 static bool probe(struct run *r, const struct op *o)
 {
-	long want = 0, got, out;
+	long want = 0, stale = 0, got, out;
 
 	for (int i = 0; i < NPAGES; i++) {
 		if (gmem_cached_pages(r->fd, (long)i * page, page) != r->m.present[i])
@@ -381,14 +416,25 @@ static bool probe(struct run *r, const struct op *o)
 				    r->m.present[i] ? "there" :
 				    r->m.armed[i] ? "a hole (armed, not restored yet)" : "a hole");
 		want += r->m.present[i];
+		stale += r->m.stale[i];
 	}
 	got = gmem_cached_pages(r->fd, 0, NPAGES * page);
 	if (got != want)
 		return fail(r, o, "cachestat counts %ld pages, the model %ld", got, want);
 	if (r->ndm) {
 		out = gmem_counter(NDM_FOLIOS) - r->ndm_base;
-		if (out != want)
-			return fail(r, o, "%ld pages out of the direct map, the file has %ld", out, want);
+		if (out != want - stale) {
+			char pages[128] = "";
+			int n = 0;
+
+			/* The suspects: pages a failed zap left that were used since. */
+			for (int i = 0; i < NPAGES && n < (int)sizeof(pages) - 8; i++)
+				if (r->m.unstaled[i])
+					n += snprintf(pages + n, sizeof(pages) - n, " %d", i);
+			return fail(r, o, "%ld pages out of the direct map, the file has %ld (%ld left in by a failed zap%s%s)",
+				    out, want, stale, n ? "; taken out since the last probe:" : "", pages);
+		}
+		memset(r->m.unstaled, 0, sizeof(r->m.unstaled));
 	}
 	return check_nodes(r, o);
 }
@@ -626,6 +672,7 @@ static bool arm(struct run *r, const struct op *o)
 			return fail(r, o, "punch hole of page %d: %s", i, strerror(errno));
 		/* val[i] stays: the snapshot the restore writes back. */
 		m->present[i] = false;
+		m->stale[i] = false;
 		m->punched[i] = true;
 		m->clock[i] = false;
 		m->armed[i] = true;
@@ -839,6 +886,38 @@ static bool recreate(struct run *r, const struct op *o)
 	return r->clock_slot < 0 || set_clock(r, o, r->clock_slot);
 }
 
+/*
+ * pwrite() of one page while taking a page out of the direct map fails once
+ * (debugfs kvm/fail_gmem_ndm_zap, src/virt/0024). Every write takes its page
+ * out (a page out already is put back for the copy), so it always fails, with
+ * ENOMEM, and the page stays in the file cleared, not up to date, in the
+ * direct map: what it held is gone, never readable there.
+ */
+static bool pwrite_failzap(struct run *r, const struct op *o)
+{
+	struct model *m = &r->m;
+	int i = o->first, e;
+	ssize_t n;
+
+	if (!gmem_fail_next_once(GMEM_FAIL_NDM_ZAP))
+		return fail(r, o, "cannot arm %s", GMEM_FAIL_NDM_ZAP);
+	memset(r->buf, o->val, page);
+	n = pwrite(r->fd, r->buf, page, (off_t)i * page);
+	e = errno;
+	if (!gmem_write_file(GMEM_FAIL_NDM_ZAP "/probability", "0"))
+		return fail(r, o, "cannot disarm %s", GMEM_FAIL_NDM_ZAP);
+	if (n != -1 || e != ENOMEM)
+		return fail(r, o, "pwrite() of page %d, which fails to leave the direct map: %s, want ENOMEM",
+			    i, n < 0 ? strerror(e) : "written");
+	if (!m->present[i])
+		model_new_page(r, i);
+	m->stale[i] = true;
+	m->val[i] = 0;
+	m->clock[i] = false;
+	r->ev[EV_FAILED_ZAP]++;
+	return true;
+}
+
 static bool do_op(struct run *r, struct op *o)
 {
 	struct model *m = &r->m;
@@ -848,6 +927,7 @@ static bool do_op(struct run *r, struct op *o)
 	/* A host operation on an armed page restores it first, as a VMM must. */
 	switch (o->kind) {
 	case MAP_WRITE: case MAP_READ: case PWRITE: case FALLOC: case PUNCH: case PIN: case CONVERT:
+	case FAILZAP:
 		if (!serve_range(r, o))
 			return false;
 		break;
@@ -868,11 +948,16 @@ static bool do_op(struct run *r, struct op *o)
 				model_new_page(r, i);
 			m->val[i] = o->val;
 			m->clock[i] = false;	/* clock_bytes() covers kvmclock's page now */
+			/* write() fills it and takes it out, up to date. */
+			r->ev[EV_STALE_USED] += m->stale[i];
+			m->unstaled[i] |= m->stale[i];
+			m->stale[i] = false;
 		}
 		return true;
 	case FALLOC:
 		if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, off, len))
 			return fail(r, o, "fallocate: %s", strerror(errno));
+		/* A page a failed zap left is the file's already: it stays as it is. */
 		for (int i = o->first; i < o->first + o->n; i++) {
 			if (!m->present[i]) {
 				m->val[i] = 0;
@@ -885,6 +970,7 @@ static bool do_op(struct run *r, struct op *o)
 			return fail(r, o, "punch hole: %s", strerror(errno));
 		for (int i = o->first; i < o->first + o->n; i++) {
 			m->present[i] = false;
+			m->stale[i] = false;
 			m->punched[i] = true;
 			m->val[i] = 0;
 			m->clock[i] = false;
@@ -929,6 +1015,8 @@ static bool do_op(struct run *r, struct op *o)
 		return disarm(r, o);
 	case RECREATE:
 		return recreate(r, o);
+	case FAILZAP:
+		return pwrite_failzap(r, o);
 	default:
 		return fail(r, o, "unknown operation");
 	}
@@ -960,6 +1048,8 @@ static void pick_range(struct run *r, struct op *o)
 	} else {
 		o->first = rnd_below(r, NPAGES - o->n + 1);
 	}
+	if (o->kind == FAILZAP)
+		o->n = 1;
 }
 
 static char wait_saved[16];
@@ -1096,7 +1186,7 @@ static int fsx_run(uint64_t seed, long ops, enum file_kind fk, char *why, size_t
 		return KSFT_FAIL;
 	}
 	*r = (struct run){ .seed = seed, .rng = seed ? seed : 1, .ops = ops, .fk = fk,
-			   .ndm = fk == FK_NDM, .fd = -1, .clock_slot = -1, .pin_fd = -1,
+			   .ndm = fk == FK_NDM || fk == FK_NDM_FAILZAP, .fd = -1, .clock_slot = -1, .pin_fd = -1,
 			   .pin_page = -1, .why = why, .whylen = whylen,
 			   .vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 } };
 	memset(r->m.policy, -1, sizeof(r->m.policy));
@@ -1209,6 +1299,7 @@ static const struct {
 static bool offered[NR_FILE_KINDS];
 static const char *const not_offered[NR_FILE_KINDS] = {
 	[FK_NDM] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
+	[FK_NDM_FAILZAP] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 };
 
 static int fixed(enum file_kind fk, char *why, size_t whylen)
@@ -1218,6 +1309,11 @@ static int fixed(enum file_kind fk, char *why, size_t whylen)
 	if (!offered[fk]) {
 		snprintf(why, whylen, "%s", not_offered[fk]);
 		return KSFT_SKIP;
+	}
+	/* The shim kernel has it: without it, this kind would pass untried. */
+	if (fk == FK_NDM_FAILZAP && access(GMEM_FAIL_NDM_ZAP, F_OK)) {
+		snprintf(why, whylen, "no %s (CONFIG_FAULT_INJECTION_DEBUG_FS)", GMEM_FAIL_NDM_ZAP);
+		return KSFT_FAIL;
 	}
 	int found = 0;
 
@@ -1250,6 +1346,11 @@ static int fixed_inplace(char *why, size_t whylen)
 	return fixed(FK_INPLACE, why, whylen);
 }
 
+static int fixed_ndm_failzap(char *why, size_t whylen)
+{
+	return fixed(FK_NDM_FAILZAP, why, whylen);
+}
+
 /* A seed of this run's own: a failure names it, and it replays. */
 static int random_seed(char *why, size_t whylen)
 {
@@ -1261,7 +1362,7 @@ static int random_seed(char *why, size_t whylen)
 	seed &= 0xffffffffffffULL;
 	ksft_print_msg("random seed %llu\n", (unsigned long long)seed);
 	for (int fk = 0; r == KSFT_PASS && fk < NR_FILE_KINDS; fk++) {
-		if (offered[fk])
+		if (offered[fk] && (fk != FK_NDM_FAILZAP || !access(GMEM_FAIL_NDM_ZAP, F_OK)))
 			r = fsx_run(seed, ops_per_run, fk, why, whylen);
 	}
 	return r;
@@ -1277,7 +1378,7 @@ static int soak(void)
 {
 	double t0 = gmem_now(), t;
 	char why[512] = "";
-	long ops = 0;
+	long ops = 0, runs = 0;
 	int r = KSFT_PASS;
 
 	ksft_print_header();
@@ -1293,10 +1394,12 @@ static int soak(void)
 		r = fsx_run(seed, ops_per_run, fk, why, sizeof(why));
 	}
 	t = gmem_now() - t0;
-	for (int fk = 0; fk < NR_FILE_KINDS; fk++)
+	for (int fk = 0; fk < NR_FILE_KINDS; fk++) {
 		ops += totals[fk].ops;
+		runs += totals[fk].runs;
+	}
 	ksft_print_msg("soak: %ld runs passed, %ld operations in %.0f s: %.0f operations/s\n",
-		       totals[0].runs + totals[1].runs + totals[2].runs, ops, t, ops / t);
+		       runs, ops, t, ops / t);
 	for (int fk = 0; fk < NR_FILE_KINDS; fk++) {
 		if (!totals[fk].runs)
 			continue;
@@ -1325,6 +1428,8 @@ static const struct gmem_case cases[] = {
 	  fixed_ndm },
 	{ "in-place file: fixed seeds, conversions, pins and private pages as the model says",
 	  fixed_inplace },
+	{ "NO_DIRECT_MAP file with failing zaps: fixed seeds, pages left in the direct map as the model says",
+	  fixed_ndm_failzap },
 	{ "a random seed on each file kind offered", random_seed },
 };
 
@@ -1366,12 +1471,12 @@ int main(int argc, char **argv)
 			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
 				;
 			if (fk == NR_FILE_KINDS) {
-				fprintf(stderr, "-k: plain, ndm or inplace\n");
+				fprintf(stderr, "-k: plain, ndm, inplace or ndm-failzap\n");
 				return 2;
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace] [-v] [-p] | -t SECONDS\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap] [-v] [-p] | -t SECONDS\n", argv[0]);
 			return 2;
 		}
 	}
@@ -1390,6 +1495,7 @@ int main(int argc, char **argv)
 	offered[FK_PLAIN] = true;
 	offered[FK_NDM] = gmem_has_flags(kvm, FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP);
 	offered[FK_INPLACE] = access(GMEM_IN_PLACE_PARAM, W_OK) == 0;
+	offered[FK_NDM_FAILZAP] = offered[FK_NDM];
 	if (!offered[FK_INPLACE])
 		ksft_exit_fail_msg("our modules without kvm.gmem_in_place_conversion\n");
 	/*
