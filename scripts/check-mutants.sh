@@ -48,6 +48,9 @@
 #   fsx-ndm-failed-zap-stays-up-to-date shim tier, write() leaves a page it
 #                    failed to take out of the direct map up to date, so a
 #                    fault maps it there
+#   fsx-vcpu-window-ignores-private shim tier, a vCPU's NO_DIRECT_MAP window
+#                    in a SW_PROTECTED VM that does not stop where the
+#                    private attribute changes (issue 39, 6)
 # A mutant passes this check only if its run ended in a judged "RESULT:
 # FAIL" of its own (the summary is removed first), its modules loaded (our
 # mutant, or Debian's), no crash, timeout or splat is among the problems,
@@ -168,7 +171,8 @@ mutants=("$@")
 			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault kvm-maps-ignore-userfault
 			 ndm-vcpu-one-page gpc-unbind-keeps-cache vcpu-map-ignores-userfault
 			 fsx-gpc-restore fsx-conversion-ignores-pins fsx-ndm-window-into-punched
-			 fsx-ndm-vcpu-one-page fsx-ndm-failed-zap-stays-up-to-date)
+			 fsx-ndm-vcpu-one-page fsx-ndm-failed-zap-stays-up-to-date
+			 fsx-vcpu-window-ignores-private)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -361,6 +365,13 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		must_fail fsx-ndm-failed-zap-stays-up-to-date shim ours \
 'gmem_fsx: "NO_DIRECT_MAP file with failing zaps: fixed seeds, .*" FAILED: ndm-failzap file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): [0-9]+ pages out of the direct map, the file has [0-9]+ \([0-9]+ left in by a failed zap; taken out since the last probe:( [0-9]+)+\)' -- \
 			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-ndm-failed-zap-stays-up-to-date-shim"
+		;;
+	fsx-vcpu-window-ignores-private)
+		mutate fsx-vcpu-window-ignores-private virt/kvm/guest_memfd.c \
+			's/(\t\tif \(kvm_mem_is_private\(gmem->kvm, \+\+gfn\) != private)\)/$1 \&\& 0)/' || continue
+		must_fail fsx-vcpu-window-ignores-private shim ours \
+'gmem_fsx: "SW_PROTECTED VM, NO_DIRECT_MAP private memory: fixed seeds, .*" FAILED: swprot file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): page [0-9]+ is in the file, the model says a hole' -- \
+			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-vcpu-window-ignores-private-shim"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

@@ -6,7 +6,7 @@
  * whether it is armed for KVM Userfault, and every read and every probe is
  * checked against it. A mismatch stops the run and prints the seed, the
  * operation number and the last 50 operations; `gmem_fsx -s SEED -n OPS
- * [-k plain|ndm|inplace|ndm-failzap]` replays a run exactly.
+ * [-k plain|ndm|inplace|ndm-failzap|swprot]` replays a run exactly.
  *
  * The file is bound, 12 pages of it at a time, to a gmem-only memslot of the
  * VM that created it (guest physical 0x4000), and a real-mode vCPU reads it
@@ -44,9 +44,13 @@
  * whose runs also pwrite() a page while taking a page out of the direct map
  * fails once, injected through debugfs kvm/fail_gmem_ndm_zap: the write
  * fails with ENOMEM and its page stays in the file, cleared, in the direct
- * map, until a fault, a vCPU or a write takes it out; no kvmclock, which would prepare such a page at a
- * time of KVM's). Without arguments: TAP cases, fixed seeds and one random
- * seed (printed) per kind offered. Not yet: a vCPU that writes, uffd,
+ * map, until a fault, a vCPU or a write takes it out; no kvmclock, which
+ * would prepare such a page at a time of KVM's), swprot (a SW_PROTECTED
+ * VM's private memory: a NO_DIRECT_MAP file nothing maps, the memslot's
+ * shared memory anonymous; the VM's memory attributes say which one a vCPU
+ * reads, and a vCPU fault's window holds pages of its own kind only).
+ * Without arguments: TAP cases, fixed seeds and one random seed (printed)
+ * per kind offered. Not yet: a vCPU that writes, uffd,
  * several threads.
  *
  * Modules without host mappings of guest_memfd: SKIP, or FAIL with ours.
@@ -75,21 +79,22 @@
 #define SLOT_PAGES	12
 #define MAX_SERVES	8	/* userfault exits one vCPU read may take */
 
-enum file_kind { FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, NR_FILE_KINDS };
+enum file_kind { FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, FK_SWPROT, NR_FILE_KINDS };
 static const char *const file_kind_name[NR_FILE_KINDS] = {
-	"plain", "ndm", "inplace", "ndm-failzap",
+	"plain", "ndm", "inplace", "ndm-failzap", "swprot",
 };
 
 enum op_kind {
 	MAP_WRITE, MAP_READ, PWRITE, FALLOC, PUNCH, REMAP, RANDOM, NORMAL, PROBE,
 	VCPU_READ, REBIND, CLOCK, ARM, CONVERT, PIN, UNPIN, MBIND, DISARM, RECREATE, FAILZAP,
-	NR_KINDS
+	SETATTR, SHWRITE, NR_KINDS
 };
 
 static const char *const kind_name[NR_KINDS] = {
 	"map-write", "map-read", "pwrite", "fallocate", "punch", "remap", "madv-random",
 	"madv-normal", "probe", "vcpu-read", "rebind", "kvmclock", "arm", "convert", "pin",
-	"unpin", "mbind", "disarm", "recreate", "pwrite-failzap",
+	"unpin", "mbind", "disarm", "recreate", "pwrite-failzap", "set-attributes",
+	"shared-write",
 };
 
 /*
@@ -98,12 +103,19 @@ static const char *const kind_name[NR_KINDS] = {
  * that every seed of the existing kinds replays as it did.
  */
 static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
-	/*         mw  mr  pw  fa  pu  re  ra  no  pr  vc  rb  cl  ar  cv  pi  un  mb  da  rc  fz */
+	/*         mw  mr  pw  fa  pu  re  ra  no  pr  vc  rb  cl  ar  cv  pi  un  mb  da  rc  fz  sa  sw */
 	[FK_PLAIN]   = { 15, 14, 9, 7, 10, 3, 2, 2, 8, 14, 3, 3, 5, 0, 0, 0, 2, 2, 1, 0 },
 	[FK_NDM]     = { 15, 14, 9, 7, 10, 3, 2, 2, 8, 14, 3, 3, 5, 0, 0, 0, 2, 2, 1, 0 },
 	[FK_INPLACE] = { 15, 14, 0, 8, 10, 3, 2, 2, 8, 14, 3, 0, 0, 12, 3, 3, 2, 0, 1, 0 },
 	/* No kvmclock: its page may be one a failed zap left, prepared when KVM likes. */
 	[FK_NDM_FAILZAP] = { 14, 14, 7, 7, 10, 3, 2, 2, 8, 14, 3, 0, 4, 0, 0, 0, 2, 2, 1, 7 },
+	/*
+	 * A SW_PROTECTED VM's private memory: nothing maps the file; only the
+	 * vCPU, fallocate(), punch and the VM's memory attributes touch it.
+	 * Few punches: a window never runs into a range punched since the
+	 * file was created, so a new file now and then opens them again.
+	 */
+	[FK_SWPROT]  = { 0, 0, 0, 10, 3, 0, 0, 0, 10, 39, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 24, 12 },
 };
 
 /* The state of an op's first page before it, for the coverage counts. */
@@ -169,6 +181,9 @@ struct run {
 	int clock_slot;		/* kvmclock's page in the memslot, or -1 */
 	int pin_fd, pin_page;	/* a vmsplice() pin and the file page it holds */
 	struct model m;
+	/* swprot: the memslot's shared memory (anonymous), a value per page. */
+	uint8_t *shared;
+	uint8_t shared_val[SLOT_PAGES];
 	struct op history[HISTORY];
 	/* What the run covered: per operation kind, and the events below. */
 	long count[NR_KINDS], ev[NR_EVENTS];
@@ -268,7 +283,8 @@ static int model_window_end(struct run *r, int i, int limit)
 	if (end > NPAGES)
 		end = NPAGES;
 	for (int j = i + 1; j < end; j++) {
-		if (m->punched[j] || m->present[j])
+		/* A vCPU's window holds pages of its fault's kind only. */
+		if (m->punched[j] || m->present[j] || m->private[j] != m->private[i])
 			return j;
 	}
 	return end;
@@ -382,7 +398,7 @@ static bool check_nodes(struct run *r, const struct op *o)
 	void *addr[NPAGES];
 	int idx[NPAGES], status[NPAGES], n = 0;
 
-	if (nnodes < 2)
+	if (nnodes < 2 || !r->map)
 		return true;
 	for (int i = 0; i < NPAGES; i++) {
 		if (!r->m.present[i] || r->m.private[i] || r->m.node[i] < 0)
@@ -447,7 +463,8 @@ static int set_slot(struct run *r, bool present, bool uf)
 		.flags = KVM_MEM_GUEST_MEMFD | (uf ? KVM_MEM_USERFAULT : 0),
 		.guest_phys_addr = SLOT_GPA,
 		.memory_size = present ? SLOT_PAGES * page : 0,
-		.userspace_addr = (uintptr_t)(r->map + (long)r->slot_off * page),
+		.userspace_addr = r->shared ? (uintptr_t)r->shared :
+				  (uintptr_t)(r->map + (long)r->slot_off * page),
 		.guest_memfd = r->fd,
 		.guest_memfd_offset = (uint64_t)r->slot_off * page,
 		.userfault_bitmap = uf ? (uintptr_t)&r->bitmap : 0,
@@ -525,15 +542,19 @@ static bool serve_exit(struct run *r, const struct op *o, uint64_t gpa, int read
 static bool vcpu_read(struct run *r, const struct op *o, int i)
 {
 	int k = i - r->slot_off, skip = 0, s = -1;
+	/* swprot: a shared page is the memslot's anonymous memory, not the file's. */
+	bool anon = r->shared && !r->m.private[i];
 	uint64_t gpa = 0;
 	char why[256] = "";
+	uint8_t want = 0;
 
 	for (int serves = 0; serves <= MAX_SERVES; serves++) {
-		if (!r->m.armed[i])
+		if (!r->m.armed[i] && !anon)
 			model_vcpu_fault(r, i);
 		/* A restore may have made it kvmclock's page again. */
 		skip = clock_bytes(r, i) ? PVCLOCK_SIZE : 0;
-		s = guest_round_at(&r->vm, SLOT_GPA + k * page + skip, page - skip, r->m.val[i], 0,
+		want = anon ? r->shared_val[k] : r->m.val[i];
+		s = guest_round_at(&r->vm, SLOT_GPA + k * page + skip, page - skip, want, 0,
 				   &gpa, why, sizeof(why));
 		if (s != ROUND_USERFAULT)
 			break;
@@ -550,7 +571,7 @@ static bool vcpu_read(struct run *r, const struct op *o, int i)
 	if (s != STATUS_MATCH)
 		return fail(r, o, "the vCPU reads page %d differently at byte %ld, want %#x everywhere%s",
 			    i, (long)get16(r->vm.mem + PARAM_GPA + A_STOP) - (SLOT_GPA + k * page),
-			    r->m.val[i], r->m.private[i] ? " (private)" : "");
+			    want, r->m.private[i] ? " (private)" : anon ? " (shared: anonymous memory)" : "");
 	return true;
 }
 
@@ -841,6 +862,9 @@ static bool disarm(struct run *r, const struct op *o)
 
 static unsigned long long file_flags(const struct run *r)
 {
+	/* swprot: private memory only, not mappable. */
+	if (r->fk == FK_SWPROT)
+		return GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
 	return r->fk == FK_INPLACE ? INPLACE_FLAGS :
 	       FLAGS | (r->ndm ? GUEST_MEMFD_FLAG_NO_DIRECT_MAP : 0);
 }
@@ -860,14 +884,21 @@ static bool recreate(struct run *r, const struct op *o)
 	if (e)
 		return fail(r, o, "deleting the memslot: %s", strerror(-e));
 	__atomic_store_n(&r->bitmap, 0, __ATOMIC_RELEASE);
-	munmap(r->map, NPAGES * page);
+	if (r->map)
+		munmap(r->map, NPAGES * page);
 	close(r->fd);
 	r->map = NULL;
 	r->fd = -1;
 	if (r->ndm && gmem_settle_counter(NDM_FOLIOS, r->ndm_base) != r->ndm_base)
 		return fail(r, o, "after close, %ld pages are still out of the direct map",
 			    gmem_counter(NDM_FOLIOS) - r->ndm_base);
+	/* swprot: the attributes are the VM's, over the memslot's gfns: they stay. */
+	bool private[NPAGES];
+
+	memcpy(private, r->m.private, sizeof(private));
 	memset(&r->m, 0, sizeof(r->m));
+	if (r->shared)
+		memcpy(r->m.private, private, sizeof(private));
 	memset(r->m.policy, -1, sizeof(r->m.policy));
 	memset(r->m.vma_policy, -1, sizeof(r->m.vma_policy));
 	memset(r->m.node, -1, sizeof(r->m.node));
@@ -877,9 +908,10 @@ static bool recreate(struct run *r, const struct op *o)
 		r->fd = -1;
 		return fail(r, o, "KVM_CREATE_GUEST_MEMFD: %s", strerror(-e));
 	}
-	if (!map_file(r, NULL))
+	if (!r->shared && !map_file(r, NULL))
 		return fail(r, o, "mmap: %s", strerror(errno));
-	r->slot_off = o->first;
+	/* swprot: at the same file offset, so that page i stays gfn i's. */
+	r->slot_off = r->shared ? 0 : o->first;
 	e = set_slot(r, true, false);
 	if (e)
 		return fail(r, o, "the memslot over the new file: %s", strerror(-e));
@@ -916,6 +948,39 @@ static bool pwrite_failzap(struct run *r, const struct op *o)
 	m->clock[i] = false;
 	r->ev[EV_FAILED_ZAP]++;
 	return true;
+}
+
+/*
+ * swprot: KVM_SET_MEMORY_ATTRIBUTES over the op's pages of the memslot,
+ * private or shared. The file keeps what its pages hold; a shared page is
+ * read from the memslot's anonymous memory, a private one from the file.
+ */
+static bool set_attributes(struct run *r, const struct op *o)
+{
+	bool to = o->val & 1;
+	struct kvm_memory_attributes attrs = {
+		.address = SLOT_GPA + (uint64_t)(o->first - r->slot_off) * page,
+		.size = (uint64_t)o->n * page,
+		.attributes = to ? KVM_MEMORY_ATTRIBUTE_PRIVATE : 0,
+	};
+
+	if (ioctl(r->vm.vm, KVM_SET_MEMORY_ATTRIBUTES, &attrs))
+		return fail(r, o, "KVM_SET_MEMORY_ATTRIBUTES(%s): %s", to ? "private" : "shared",
+			    strerror(errno));
+	for (int i = o->first; i < o->first + o->n; i++) {
+		r->ev[EV_CONVERTED] += r->m.private[i] != to;
+		r->m.private[i] = to;
+	}
+	return true;
+}
+
+/* swprot: the host writes the memslot's shared (anonymous) memory. */
+static void shared_write(struct run *r, const struct op *o)
+{
+	for (int i = o->first; i < o->first + o->n; i++) {
+		memset(r->shared + (long)(i - r->slot_off) * page, o->val, page);
+		r->shared_val[i - r->slot_off] = o->val;
+	}
 }
 
 static bool do_op(struct run *r, struct op *o)
@@ -1017,6 +1082,11 @@ static bool do_op(struct run *r, struct op *o)
 		return recreate(r, o);
 	case FAILZAP:
 		return pwrite_failzap(r, o);
+	case SETATTR:
+		return set_attributes(r, o);
+	case SHWRITE:
+		shared_write(r, o);
+		return true;
 	default:
 		return fail(r, o, "unknown operation");
 	}
@@ -1041,7 +1111,8 @@ static void pick_range(struct run *r, struct op *o)
 	if (o->kind == REBIND || o->kind == RECREATE) {
 		o->n = SLOT_PAGES;
 		o->first = rnd_below(r, NPAGES - SLOT_PAGES + 1);
-	} else if (rnd_below(r, 2) || o->kind == VCPU_READ || o->kind == ARM || o->kind == CLOCK) {
+	} else if (rnd_below(r, 2) || o->kind == VCPU_READ || o->kind == ARM || o->kind == CLOCK ||
+		   o->kind == SETATTR || o->kind == SHWRITE) {
 		if (o->n > SLOT_PAGES)
 			o->n = SLOT_PAGES;
 		o->first = r->slot_off + rnd_below(r, SLOT_PAGES - o->n + 1);
@@ -1079,7 +1150,8 @@ static bool setup(struct run *r, char *why, size_t whylen)
 		return false;
 	}
 	r->vm.vm = r->vm.kvm < 0 ? -1 :
-		   ioctl(r->vm.kvm, KVM_CREATE_VM, r->fk == FK_INPLACE ? KVM_X86_SW_PROTECTED_VM : 0);
+		   ioctl(r->vm.kvm, KVM_CREATE_VM,
+			 r->fk == FK_INPLACE || r->fk == FK_SWPROT ? KVM_X86_SW_PROTECTED_VM : 0);
 	e = errno;
 	if (r->fk == FK_INPLACE)
 		gmem_write_file(GMEM_IN_PLACE_PARAM, "0");
@@ -1105,7 +1177,16 @@ static bool setup(struct run *r, char *why, size_t whylen)
 		r->fd = -1;
 		return false;
 	}
-	if (!map_file(r, NULL)) {
+	if (r->fk == FK_SWPROT) {
+		/* The memslot's shared memory; the file is not mappable. */
+		r->shared = mmap(NULL, SLOT_PAGES * page, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (r->shared == MAP_FAILED) {
+			r->shared = NULL;
+			snprintf(why, whylen, "mmap(anonymous): %s", strerror(errno));
+			return false;
+		}
+	} else if (!map_file(r, NULL)) {
 		snprintf(why, whylen, "mmap: %s", strerror(errno));
 		return false;
 	}
@@ -1186,7 +1267,7 @@ static int fsx_run(uint64_t seed, long ops, enum file_kind fk, char *why, size_t
 		return KSFT_FAIL;
 	}
 	*r = (struct run){ .seed = seed, .rng = seed ? seed : 1, .ops = ops, .fk = fk,
-			   .ndm = fk == FK_NDM || fk == FK_NDM_FAILZAP, .fd = -1, .clock_slot = -1, .pin_fd = -1,
+			   .ndm = fk == FK_NDM || fk == FK_NDM_FAILZAP || fk == FK_SWPROT, .fd = -1, .clock_slot = -1, .pin_fd = -1,
 			   .pin_page = -1, .why = why, .whylen = whylen,
 			   .vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 } };
 	memset(r->m.policy, -1, sizeof(r->m.policy));
@@ -1242,7 +1323,7 @@ static int fsx_run(uint64_t seed, long ops, enum file_kind fk, char *why, size_t
 
 		if (!probe(r, &end))
 			goto out;
-		for (int i = 0; i < NPAGES; i++)
+		for (int i = 0; i < NPAGES && r->map; i++)
 			if (r->m.present[i] && !check_page(r, &end, i))
 				goto out;
 	}
@@ -1261,6 +1342,8 @@ out:
 	unpin(r);
 	if (r->map)
 		munmap(r->map, NPAGES * page);
+	if (r->shared)
+		munmap(r->shared, SLOT_PAGES * page);
 	if (r->fd >= 0)
 		close(r->fd);
 	if (r->vm.mem)
@@ -1300,6 +1383,7 @@ static bool offered[NR_FILE_KINDS];
 static const char *const not_offered[NR_FILE_KINDS] = {
 	[FK_NDM] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 	[FK_NDM_FAILZAP] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
+	[FK_SWPROT] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 };
 
 static int fixed(enum file_kind fk, char *why, size_t whylen)
@@ -1349,6 +1433,11 @@ static int fixed_inplace(char *why, size_t whylen)
 static int fixed_ndm_failzap(char *why, size_t whylen)
 {
 	return fixed(FK_NDM_FAILZAP, why, whylen);
+}
+
+static int fixed_swprot(char *why, size_t whylen)
+{
+	return fixed(FK_SWPROT, why, whylen);
 }
 
 /* A seed of this run's own: a failure names it, and it replays. */
@@ -1430,6 +1519,8 @@ static const struct gmem_case cases[] = {
 	  fixed_inplace },
 	{ "NO_DIRECT_MAP file with failing zaps: fixed seeds, pages left in the direct map as the model says",
 	  fixed_ndm_failzap },
+	{ "SW_PROTECTED VM, NO_DIRECT_MAP private memory: fixed seeds, vCPU windows of one kind as the model says",
+	  fixed_swprot },
 	{ "a random seed on each file kind offered", random_seed },
 };
 
@@ -1471,12 +1562,12 @@ int main(int argc, char **argv)
 			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
 				;
 			if (fk == NR_FILE_KINDS) {
-				fprintf(stderr, "-k: plain, ndm, inplace or ndm-failzap\n");
+				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap or swprot\n");
 				return 2;
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap] [-v] [-p] | -t SECONDS\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot] [-v] [-p] | -t SECONDS\n", argv[0]);
 			return 2;
 		}
 	}
@@ -1496,6 +1587,7 @@ int main(int argc, char **argv)
 	offered[FK_NDM] = gmem_has_flags(kvm, FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP);
 	offered[FK_INPLACE] = access(GMEM_IN_PLACE_PARAM, W_OK) == 0;
 	offered[FK_NDM_FAILZAP] = offered[FK_NDM];
+	offered[FK_SWPROT] = offered[FK_NDM];
 	if (!offered[FK_INPLACE])
 		ksft_exit_fail_msg("our modules without kvm.gmem_in_place_conversion\n");
 	/*
