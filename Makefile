@@ -83,7 +83,7 @@ bench: modules
 # The exerciser on random seeds for HOURS (default 1), the shim kernel: make soak HOURS=0.25
 soak: modules
 	@scripts/install-deps.sh qemu
-	@TIER=$(TIER) HOURS=$(HOURS) scripts/soak.sh
+	@TIER=$(if $(filter command line environment,$(origin TIER)),$(TIER),shim) HOURS=$(HOURS) scripts/soak.sh
 
 # The Debian package for dkms (dh-dkms): build/deb/kvm-gmem-dkms_<VERSION>_all.deb
 deb:
