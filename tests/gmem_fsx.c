@@ -50,13 +50,14 @@
  * shared memory anonymous; the VM's memory attributes say which one a vCPU
  * reads, and a vCPU fault's window holds pages of its own kind only).
  * Without arguments: TAP cases, fixed seeds and one random seed (printed)
- * per kind offered. Not yet: a vCPU that writes, uffd,
- * several threads.
+ * per kind offered; -j THREADS, the concurrency mode (fsx_threads()).
+ * Not yet: a vCPU that writes, uffd, a second mapping.
  *
  * Modules without host mappings of guest_memfd: SKIP, or FAIL with ours.
  */
 #include <linux/falloc.h>
 #include <linux/mempolicy.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
 #include <sys/random.h>
@@ -1440,6 +1441,235 @@ static int fixed_swprot(char *why, size_t whylen)
 	return fixed(FK_SWPROT, why, whylen);
 }
 
+/*
+ * The concurrency mode (-j THREADS; a case per file kind offered, plain and
+ * ndm): THREADS threads run random host operations on overlapping ranges of
+ * one file (writes and reads through the mapping, pwrite(), fallocate(),
+ * punch, MADV_RANDOM/NORMAL) while the main thread's vCPU reads the memslot.
+ * Values race, so no read is checked against a model; what must hold
+ * whatever the interleaving is checked once the threads are done: every
+ * syscall succeeded, every vCPU round finished, every page the file has is
+ * out of the direct map (NO_DIRECT_MAP), and with the file and the VM gone
+ * the direct map count, kvm's vmap() aliases and MemAvailable are back
+ * where they were (a splat fails the tier's run).
+ */
+#define THREAD_OPS	3000
+#define THREAD_OPS_DEBUG 1500
+#define MEMAVAIL_SLACK_KIB (16 * 1024)	/* KASAN's quarantine, per-CPU lists */
+
+struct worker {
+	struct run *r;
+	uint64_t rng;
+	long ops;
+	uint8_t *buf;
+	char why[256];
+	bool failed;
+	pthread_t tid;
+};
+
+static int workers_left;	/* the main thread's vCPU reads until it is 0 */
+
+static uint64_t worker_rnd(struct worker *w)
+{
+	w->rng ^= w->rng >> 12;
+	w->rng ^= w->rng << 25;
+	w->rng ^= w->rng >> 27;
+	return w->rng * 2685821657736338717ULL;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct run *r = w->r;
+
+	for (long nr = 0; nr < w->ops && !timed_out; nr++) {
+		int kind = (int)(worker_rnd(w) % 100), n = 1 + (int)(worker_rnd(w) % MAXRUN);
+		int first = (int)(worker_rnd(w) % (NPAGES - n + 1));
+		uint8_t val = (uint8_t)(1 + worker_rnd(w) % 255), *p = r->map + (long)first * page;
+		off_t off = (off_t)first * page;
+		size_t len = (size_t)n * page;
+		const char *what = NULL;
+
+		if (kind < 30) {
+			memset(p, val, len);
+		} else if (kind < 60) {
+			for (int i = 0; i < n; i++)
+				(void)*(volatile uint8_t *)(p + (long)i * page);
+		} else if (kind < 75) {
+			memset(w->buf, val, len);
+			if (pwrite(r->fd, w->buf, len, off) != (ssize_t)len)
+				what = "pwrite";
+		} else if (kind < 85) {
+			if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, off, len))
+				what = "fallocate";
+		} else if (kind < 97) {
+			if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, off, len))
+				what = "punch hole";
+		} else if (madvise(r->map, NPAGES * page, kind & 1 ? MADV_RANDOM : MADV_NORMAL)) {
+			what = "madvise";
+		}
+		if (what) {
+			snprintf(w->why, sizeof(w->why), "op #%ld, %s of pages %d-%d: %s", nr, what,
+				 first, first + n - 1, strerror(errno));
+			w->failed = true;
+			break;
+		}
+	}
+	__atomic_sub_fetch(&workers_left, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int fsx_threads(uint64_t seed, long ops, enum file_kind fk, int nthreads, char *why,
+		       size_t whylen)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	struct worker *w = calloc(nthreads, sizeof(*w));
+	long avail0 = gmem_meminfo_kib("MemAvailable"), aliases0 = gmem_kvm_vmap_aliases();
+	long base = -1, rounds = 0, avail, aliases, got, out;
+	int ret = KSFT_FAIL, started = 0;
+	char vwhy[256] = "";
+
+	if (!r || !w) {
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	*r = (struct run){ .seed = seed, .rng = seed ? seed : 1, .fk = fk, .ndm = fk == FK_NDM,
+			   .fd = -1, .clock_slot = -1, .pin_fd = -1, .pin_page = -1, .why = why,
+			   .whylen = whylen,
+			   .vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 } };
+	if (r->ndm) {
+		base = gmem_counter(NDM_FOLIOS);
+		if (base < 0) {
+			snprintf(why, whylen, "no %s", NDM_FOLIOS);
+			goto out;
+		}
+	}
+	if (!setup(r, why, whylen))
+		goto out;
+	__atomic_store_n(&workers_left, nthreads, __ATOMIC_RELEASE);
+	for (int t = 0; t < nthreads; t++) {
+		w[t] = (struct worker){ .r = r, .rng = (seed ^ (0x9e3779b97f4a7c15ULL * (t + 1))) | 1,
+					.ops = ops, .buf = malloc(MAXRUN * page) };
+		if (!w[t].buf || pthread_create(&w[t].tid, NULL, worker_main, &w[t])) {
+			snprintf(why, whylen, "starting thread %d", t);
+			/* The ones that never started are not waited for. */
+			__atomic_sub_fetch(&workers_left, nthreads - t, __ATOMIC_RELEASE);
+			goto join;
+		}
+		started++;
+	}
+	/* The vCPU reads the memslot's pages meanwhile: each round must finish. */
+	while (!timed_out && __atomic_load_n(&workers_left, __ATOMIC_ACQUIRE) > 0) {
+		int k = (int)(rnd(r) % SLOT_PAGES);
+		int s = guest_round_at(&r->vm, SLOT_GPA + k * page, page, 0, 0, NULL, vwhy, sizeof(vwhy));
+
+		if (s < 0) {
+			snprintf(why, whylen, "%s file, seed %llu: vCPU round %ld over memslot page %d: %s",
+				 file_kind_name[fk], (unsigned long long)seed, rounds, k, vwhy);
+			goto join;
+		}
+		rounds++;
+	}
+join:
+	for (int t = 0; t < started; t++)
+		pthread_join(w[t].tid, NULL);
+	started = 0;
+	if (why[0])
+		goto out;
+	if (timed_out) {
+		snprintf(why, whylen, "%s file, seed %llu: timed out", file_kind_name[fk],
+			 (unsigned long long)seed);
+		goto out;
+	}
+	for (int t = 0; t < nthreads; t++) {
+		if (w[t].failed) {
+			snprintf(why, whylen, "%s file, seed %llu, thread %d: %s", file_kind_name[fk],
+				 (unsigned long long)seed, t, w[t].why);
+			goto out;
+		}
+	}
+	/* Quiet now: every page the file has is out of the direct map. */
+	got = gmem_cached_pages(r->fd, 0, NPAGES * page);
+	if (r->ndm) {
+		out = gmem_counter(NDM_FOLIOS) - base;
+		if (out != got) {
+			snprintf(why, whylen, "%s file, seed %llu: the file has %ld pages, %ld are out of the direct map",
+				 file_kind_name[fk], (unsigned long long)seed, got, out);
+			goto out;
+		}
+	}
+	ret = KSFT_PASS;
+	snprintf(why, whylen, "seed %llu: %d threads x %ld operations, %ld vCPU rounds, %s file (%ld pages at the end)",
+		 (unsigned long long)seed, nthreads, ops, rounds, file_kind_name[fk], got);
+out:
+	for (int t = 0; t < started; t++)
+		pthread_join(w[t].tid, NULL);
+	if (r) {
+		if (r->map)
+			munmap(r->map, NPAGES * page);
+		if (r->fd >= 0)
+			close(r->fd);
+		if (r->vm.mem)
+			munmap((void *)r->vm.mem, CTL_SIZE);
+		r->vm.mem = NULL;
+		vm_teardown(&r->vm);
+	}
+	/* Everything back where it was once the file and the VM are gone. */
+	if (ret == KSFT_PASS && base >= 0 && gmem_settle_counter(NDM_FOLIOS, base) != base) {
+		snprintf(why, whylen, "seed %llu: after close, %ld pages are still out of the direct map",
+			 (unsigned long long)seed, gmem_counter(NDM_FOLIOS) - base);
+		ret = KSFT_FAIL;
+	}
+	aliases = gmem_kvm_vmap_aliases();
+	if (ret == KSFT_PASS && aliases > aliases0) {
+		snprintf(why, whylen, "seed %llu: %ld vmap() aliases of kvm.ko left (%ld before)",
+			 (unsigned long long)seed, aliases, aliases0);
+		ret = KSFT_FAIL;
+	}
+	avail = gmem_meminfo_kib("MemAvailable");
+	if (ret == KSFT_PASS && avail0 > 0 && avail < avail0 - MEMAVAIL_SLACK_KIB) {
+		snprintf(why, whylen, "seed %llu: MemAvailable %ld KiB after, %ld before (more than %d KiB gone)",
+			 (unsigned long long)seed, avail, avail0, MEMAVAIL_SLACK_KIB);
+		ret = KSFT_FAIL;
+	}
+	for (int t = 0; w && t < nthreads; t++)
+		free(w[t].buf);
+	free(w);
+	free(r);
+	return ret;
+}
+
+static long thread_ops = THREAD_OPS;
+static int nthreads = 3;
+static bool threads_replay;	/* -j: one concurrency run, then exit */
+
+static int threads_case(enum file_kind fk, char *why, size_t whylen)
+{
+	uint64_t seed;
+
+	if (!offered[fk]) {
+		snprintf(why, whylen, "%s", not_offered[fk]);
+		return KSFT_SKIP;
+	}
+	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = (uint64_t)time(NULL);
+	seed &= 0xffffffffffffULL;
+	ksft_print_msg("threads: %s file, seed %llu (gmem_fsx -j %d -s %llu -n %ld -k %s)\n",
+		       file_kind_name[fk], (unsigned long long)seed, nthreads,
+		       (unsigned long long)seed, thread_ops, file_kind_name[fk]);
+	return fsx_threads(seed, thread_ops, fk, nthreads, why, whylen);
+}
+
+static int threads_plain(char *why, size_t whylen)
+{
+	return threads_case(FK_PLAIN, why, whylen);
+}
+
+static int threads_ndm(char *why, size_t whylen)
+{
+	return threads_case(FK_NDM, why, whylen);
+}
+
 /* A seed of this run's own: a failure names it, and it replays. */
 static int random_seed(char *why, size_t whylen)
 {
@@ -1522,6 +1752,9 @@ static const struct gmem_case cases[] = {
 	{ "SW_PROTECTED VM, NO_DIRECT_MAP private memory: fixed seeds, vCPU windows of one kind as the model says",
 	  fixed_swprot },
 	{ "a random seed on each file kind offered", random_seed },
+	{ "threads: 3 threads and a vCPU on a plain file, memory back to its baseline", threads_plain },
+	{ "threads: 3 threads and a vCPU on a NO_DIRECT_MAP file, every page out of the direct map, memory back to its baseline",
+	  threads_ndm },
 };
 
 static void restore_params(void)
@@ -1535,12 +1768,12 @@ int main(int argc, char **argv)
 	enum file_kind fk = FK_PLAIN;
 	uint64_t seed = 0;
 	long ops = OPS;
-	bool replay = false;
+	bool replay = false, ops_given = false;
 	char why[512] = "";
 	int kvm, opt;
 
 	page = getpagesize();
-	while ((opt = getopt(argc, argv, "s:n:k:vpt:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:k:vpt:j:")) != -1) {
 		switch (opt) {
 		case 's':
 			seed = strtoull(optarg, NULL, 0);
@@ -1548,6 +1781,7 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			ops = strtol(optarg, NULL, 0);
+			ops_given = true;
 			break;
 		case 'v':
 			verbose = true;
@@ -1558,6 +1792,14 @@ int main(int argc, char **argv)
 		case 't':
 			soak_seconds = strtol(optarg, NULL, 0);
 			break;
+		case 'j':
+			nthreads = atoi(optarg);
+			if (nthreads < 1 || nthreads > 16) {
+				fprintf(stderr, "-j: 1 to 16 threads\n");
+				return 2;
+			}
+			threads_replay = true;
+			break;
 		case 'k':
 			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
 				;
@@ -1567,7 +1809,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot] [-v] [-p] | -t SECONDS\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot] [-v] [-p] [-j THREADS] | -t SECONDS\n", argv[0]);
 			return 2;
 		}
 	}
@@ -1610,8 +1852,17 @@ int main(int argc, char **argv)
 		local_node = syscall(__NR_getcpu, &cpu, &node, NULL) ? 0 : (int)node;
 	}
 	if (gmem_kernel_exports("__asan_load8") == 1)
-		ops_per_run = OPS_DEBUG;
+		ops_per_run = OPS_DEBUG, thread_ops = THREAD_OPS_DEBUG;
 	ksft_print_msg("%ld operations per run\n", ops_per_run);
+
+	/* The threads' operation sequences replay; their interleaving does not. */
+	if (threads_replay) {
+		int r = !offered[fk] ? KSFT_SKIP :
+			fsx_threads(seed, ops_given ? ops : thread_ops, fk, nthreads, why, sizeof(why));
+
+		printf("%s: %s\n", r == KSFT_PASS ? "ok" : "FAIL", r == KSFT_SKIP ? not_offered[fk] : why);
+		return r == KSFT_PASS ? 0 : 1;
+	}
 
 	if (replay) {
 		int r = offered[fk] ? fsx_run(seed, ops, fk, why, sizeof(why)) : KSFT_SKIP;

@@ -971,24 +971,6 @@ static long vmstat(const char *name)
 	return v;
 }
 
-/* A /proc/meminfo value of this (the VMM's) kernel in KiB, -1 if absent. */
-static long host_meminfo(const char *key)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long v = -1;
-
-	while (f && fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, key, strlen(key))) {
-			v = atol(line + strlen(key));
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	return v;
-}
-
 /*
  * Direct map splits since @b: the vmstat counters where the kernel has them
  * (CONFIG_VM_EVENT_COUNTERS), else what left the 2 MiB and 1 GiB mappings
@@ -1013,8 +995,8 @@ static struct ndm_cost ndm_costs(void)
 		.flushes = gmem_counter(GMEM_DEBUGFS "/kvm/gmem_ndm_flushes"),
 		.splits_2m = vmstat("direct_map_level2_splits"),
 		.splits_1g = vmstat("direct_map_level3_splits"),
-		.directmap_2m_kib = host_meminfo("DirectMap2M:"),
-		.directmap_1g_kib = host_meminfo("DirectMap1G:"),
+		.directmap_2m_kib = gmem_meminfo_kib("DirectMap2M"),
+		.directmap_1g_kib = gmem_meminfo_kib("DirectMap1G"),
 	};
 }
 

@@ -818,25 +818,6 @@ static int kvmclock_follows_a_memslot_swap(char *why, size_t whylen)
 }
 
 /*
- * How many vmap() areas kvm.ko holds now (/proc/vmallocinfo: the caller in
- * [kvm], "vmap"): KVM's kernel aliases of NO_DIRECT_MAP pages. -1 if the
- * file cannot be read.
- */
-static long kvm_vmap_aliases(void)
-{
-	FILE *f = fopen("/proc/vmallocinfo", "r");
-	char line[512];
-	long n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, "[kvm]") && strstr(line, " vmap");
-	fclose(f);
-	return n;
-}
-
-/*
  * A vCPU on a gmem-only memslot of a guest_memfd with @flags runs two rounds
  * of code and data that pwrite() put there, kvmclock enabled on a page of it
  * and updated between the rounds; @clock[i] gets kvmclock as the file holds
@@ -873,7 +854,7 @@ static int vcpu_rounds_with_kvmclock(unsigned long long flags, bool punch,
 	}
 	for (int i = 0; i < 2; i++) {
 		/* kvmclock's page of a NO_DIRECT_MAP file has one kernel alias. */
-		long aliases = i && punch && (flags & NDM) ? kvm_vmap_aliases() : -2;
+		long aliases = i && punch && (flags & NDM) ? gmem_kvm_vmap_aliases() : -2;
 
 		if (aliases != -2 && aliases < 1) {
 			snprintf(why, whylen, "kvmclock on a NO_DIRECT_MAP page: %ld vmap() aliases of kvm.ko in /proc/vmallocinfo, want one",
@@ -891,9 +872,9 @@ static int vcpu_rounds_with_kvmclock(unsigned long long flags, bool punch,
 		 * The punched page is free once the punch returns: its alias
 		 * must be gone with it, not wait for the next clock update.
 		 */
-		if (aliases != -2 && kvm_vmap_aliases() != aliases - 1) {
+		if (aliases != -2 && gmem_kvm_vmap_aliases() != aliases - 1) {
 			snprintf(why, whylen, "after the punch, before any clock update: %ld vmap() aliases of kvm.ko, want %ld (the punched page's still mapped)",
-				 kvm_vmap_aliases(), aliases - 1);
+				 gmem_kvm_vmap_aliases(), aliases - 1);
 			r = KSFT_FAIL;
 			goto out;
 		}

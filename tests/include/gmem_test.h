@@ -531,6 +531,45 @@ static inline long gmem_counter(const char *path)
 }
 
 /*
+ * How many vmap() areas kvm.ko holds now (/proc/vmallocinfo: the caller in
+ * [kvm], "vmap"): KVM's kernel aliases of NO_DIRECT_MAP pages. -1 if the
+ * file cannot be read.
+ */
+static inline long gmem_kvm_vmap_aliases(void)
+{
+	FILE *f = fopen("/proc/vmallocinfo", "r");
+	char line[512];
+	long n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "[kvm]") && strstr(line, " vmap");
+	fclose(f);
+	return n;
+}
+
+/* A /proc/meminfo value of this kernel in KiB, -1 if absent. */
+static inline long gmem_meminfo_kib(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	size_t n = strlen(key);
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, n) && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/*
  * The last reference may sit in a per-CPU LRU batch for a moment after the
  * file is gone: wait (bounded, 2 s) for @path to reach @target, then a little
  * longer, so that an overshoot shows too.
