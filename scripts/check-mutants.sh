@@ -368,7 +368,7 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		;;
 	fsx-vcpu-window-ignores-private)
 		mutate fsx-vcpu-window-ignores-private virt/kvm/guest_memfd.c \
-			's/(\t\tif \(kvm_mem_is_private\(gmem->kvm, \+\+gfn\) != private)\)/$1 \&\& 0)/' || continue
+			's/(\t\t    kvm_mem_is_private\(gmem->kvm, \+\+gfn\) != private)\)/($1 \&\& 0))/' || continue
 		must_fail fsx-vcpu-window-ignores-private shim ours \
 'gmem_fsx: "SW_PROTECTED VM, NO_DIRECT_MAP private memory: fixed seeds, .*" FAILED: swprot file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): page [0-9]+ is in the file, the model says a hole' -- \
 			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-vcpu-window-ignores-private-shim"
