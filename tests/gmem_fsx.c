@@ -51,13 +51,14 @@
  * reads, and a vCPU fault's window holds pages of its own kind only).
  * Without arguments: TAP cases, fixed seeds and one random seed (printed)
  * per kind offered; -j THREADS, the concurrency mode (fsx_threads()).
- * Not yet: a vCPU that writes, uffd, a second mapping.
+ * Not yet: userfaultfd.
  *
  * Modules without host mappings of guest_memfd: SKIP, or FAIL with ours.
  */
 #include <linux/falloc.h>
 #include <linux/mempolicy.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
 #include <sys/random.h>
@@ -126,7 +127,7 @@ enum page_state { PS_HOLE, PS_PRESENT, PS_PRIVATE, PS_ARMED, NR_PAGE_STATES };
 enum event {
 	EV_UF_EXIT, EV_CLOCK_EXIT, EV_RESTORE, EV_VCPU_HOLE, EV_VCPU_PRIVATE, EV_WINDOW,
 	EV_PRIVATE_SIGBUS, EV_EAGAIN, EV_CONVERTED, EV_CLOCK_ALLOC, EV_REMOTE, EV_FAILED_ZAP,
-	EV_STALE_USED, EV_VCPU_WRITE, NR_EVENTS
+	EV_STALE_USED, EV_VCPU_WRITE, EV_SECOND_MAP, EV_CHILD_READ, NR_EVENTS
 };
 
 static const char *const event_name[NR_EVENTS] = {
@@ -135,6 +136,7 @@ static const char *const event_name[NR_EVENTS] = {
 	"EAGAIN on a pin", "conversions", "kvmclock pages allocated by KVM",
 	"pages checked on the other node", "failed zaps",
 	"pages a failed zap left, then taken out by a use", "vCPU writes",
+	"reads through a second mapping", "reads in a forked child",
 };
 
 struct op {
@@ -198,9 +200,11 @@ struct run {
 /*
  * Generations of the operation set, so that a seed found under an older one
  * replays exactly (found_seeds[], -g): 0, the first; 1, a vcpu-read whose
- * value has its top bit set is a vCPU write of the page instead.
+ * value has its top bit set is a vCPU write of the page instead; 2, a
+ * map-read whose value has its top bit set reads through a second mapping
+ * or in a forked child (other_read()).
  */
-#define OP_GEN		1
+#define OP_GEN		2
 static int op_gen = OP_GEN;	/* -g */
 
 /*
@@ -352,8 +356,11 @@ static int model_vma_end(struct run *r, int i)
 	return end;
 }
 
-/* A hole at @i is faulted in through the mapping: what the file then has. */
-static void model_fault(struct run *r, int i)
+/*
+ * A hole at @i is faulted in through a mapping of the file whose VMA around
+ * @i ends at @vma_end, under MADV_RANDOM or not: what the file then has.
+ */
+static void model_fault_in(struct run *r, int i, bool random, int vma_end)
 {
 	if (r->m.stale[i]) {
 		/* A fault takes it out (it reads zero) and maps no window. */
@@ -364,10 +371,16 @@ static void model_fault(struct run *r, int i)
 	if (r->m.present[i])
 		return;
 	/* The mapping is in one page table; a fault maps within its own VMA. */
-	int end = r->m.random ? i + 1 : model_window_end(r, i, model_vma_end(r, i));
+	int end = random ? i + 1 : model_window_end(r, i, vma_end);
 
 	r->ev[EV_WINDOW] += end > i + 1;
 	model_allocate(r, i, end);
+}
+
+/* ... through the VMM's mapping (a forked child's is a copy of it). */
+static void model_fault(struct run *r, int i)
+{
+	model_fault_in(r, i, r->m.random, model_vma_end(r, i));
 }
 
 /* A vCPU's fault on the hole @i (kvm_gmem_vcpu_fault_end()). */
@@ -387,21 +400,27 @@ static void model_vcpu_fault(struct run *r, int i)
 	model_allocate(r, i, end);
 }
 
+/* A 2 MiB-aligned address for the file, so that it sits in one page table. */
+static uint8_t *aligned_area(void)
+{
+	uint8_t *area, *at;
+
+	area = mmap(NULL, NPAGES * page + (2UL << 20), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (area == MAP_FAILED)
+		return NULL;
+	at = (uint8_t *)(((uintptr_t)area + (2UL << 20) - 1) & ~((2UL << 20) - 1));
+	if (at != area)
+		munmap(area, at - area);
+	munmap(at + NPAGES * page, area + NPAGES * page + (2UL << 20) - (at + NPAGES * page));
+	return at;
+}
+
 static bool map_file(struct run *r, uint8_t *at)
 {
-	uint8_t *area;
-
-	if (!at) {
-		/* 2 MiB-aligned, so that the file sits in one page table. */
-		area = mmap(NULL, NPAGES * page + (2UL << 20), PROT_NONE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (area == MAP_FAILED)
-			return false;
-		at = (uint8_t *)(((uintptr_t)area + (2UL << 20) - 1) & ~((2UL << 20) - 1));
-		if (at != area)
-			munmap(area, at - area);
-		munmap(at + NPAGES * page, area + NPAGES * page + (2UL << 20) - (at + NPAGES * page));
-	}
+	if (!at)
+		at = aligned_area();
+	if (!at)
+		return false;
 	/* Again at the same address: the memslot's userspace_addr points there. */
 	r->map = at;
 	return mmap(at, NPAGES * page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
@@ -662,6 +681,92 @@ static bool vcpu_write(struct run *r, const struct op *o, int i)
 	}
 	r->ev[EV_VCPU_WRITE]++;
 	return true;
+}
+
+/*
+ * Generation 2: a map-read whose value has its top bit set reads through a
+ * second mapping of the file (made for it, one VMA, no advice, no policy
+ * of its own: the file's applies), or with 0x40 set too, in a forked child
+ * through the mapping it inherited. Either checks every byte of each page,
+ * a private page SIGBUSes, and what a fault allocates is as the model says.
+ */
+static bool other_read_check(struct run *r, const uint8_t *map, int first, int n,
+			     const uint8_t *want, const bool *private, char *msg, size_t len)
+{
+	for (int i = first; i < first + n; i++) {
+		const uint8_t *p = map + (long)i * page;
+
+		if (private[i - first]) {
+			if (!gmem_sigbus((volatile void *)p, false)) {
+				snprintf(msg, len, "page %d is private, but the host can read it", i);
+				return false;
+			}
+			continue;
+		}
+		for (long b = clock_bytes(r, i) ? PVCLOCK_SIZE : 0; b < page; b++) {
+			if (p[b] != want[i - first]) {
+				snprintf(msg, len, "page %d byte %ld reads %#x, want %#x", i, b, p[b],
+					 want[i - first]);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+static bool other_read(struct run *r, const struct op *o)
+{
+	bool child = o->val & 0x40, private[MAXRUN];
+	uint8_t want[MAXRUN], *map2 = NULL;
+	char msg[256] = "";
+	int fds[2];
+	pid_t pid;
+
+	/* The model first: each page faults in, in order, as the reader's will. */
+	for (int i = o->first; i < o->first + o->n; i++) {
+		private[i - o->first] = r->m.private[i];
+		if (r->m.private[i])
+			continue;
+		if (child)
+			model_fault(r, i);
+		else
+			model_fault_in(r, i, false, NPAGES);
+		want[i - o->first] = r->m.val[i];
+	}
+	r->ev[child ? EV_CHILD_READ : EV_SECOND_MAP]++;
+	if (!child) {
+		map2 = aligned_area();
+		if (map2)
+			map2 = mmap(map2, NPAGES * page, PROT_READ, MAP_SHARED | MAP_FIXED, r->fd, 0);
+		if (!map2 || map2 == MAP_FAILED)
+			return fail(r, o, "a second mapping: %s", strerror(errno));
+		bool ok = other_read_check(r, map2, o->first, o->n, want, private, msg, sizeof(msg));
+
+		munmap(map2, NPAGES * page);
+		return ok ? true : fail(r, o, "through a second mapping: %s", msg);
+	}
+	if (pipe(fds))
+		return fail(r, o, "pipe: %s", strerror(errno));
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return fail(r, o, "fork: %s", strerror(errno));
+	if (!pid) {
+		close(fds[0]);
+		if (!other_read_check(r, r->map, o->first, o->n, want, private, msg, sizeof(msg)) &&
+		    write(fds[1], msg, strlen(msg)) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	close(fds[1]);
+	ssize_t got = read(fds[0], msg, sizeof(msg) - 1);
+	int status = 0;
+
+	close(fds[0]);
+	msg[got > 0 ? got : 0] = 0;
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return fail(r, o, "the forked child: status %#x", status);
+	return msg[0] ? fail(r, o, "in a forked child: %s", msg) : true;
 }
 
 /* Pages [first, first + n) through the mapping: a private one SIGBUSes, and stays. */
@@ -1092,6 +1197,8 @@ static bool do_op(struct run *r, struct op *o)
 	case MAP_WRITE:
 		return map_access(r, o, true);
 	case MAP_READ:
+		if (r->gen >= 2 && (o->val & 0x80))
+			return other_read(r, o);
 		return map_access(r, o, false);
 	case PWRITE:
 		memset(r->buf, o->val, len);
