@@ -166,6 +166,18 @@ must_fail() {
 	step "mutant $name failed as it must: $(grep -c '^- ' "$s") problems named"
 }
 
+# fsx_mutant NAME TIER FILE PERL PATTERN: a defect the exerciser must find
+# (gmem_fsx alone, in TIER), FILE of build/src changed by PERL, PATTERN
+# among the summary's problems.
+fsx_mutant() {
+	local name=$1 tier=$2 file=$3 perl=$4 pattern=$5 obj
+	obj="$top/build/obj/mutant-$name-$kver"
+	[ "$tier" != shim ] || obj="$top/build/obj/mutant-$name-shim"
+	mutate "$name" "$file" "$perl" || return 0
+	must_fail "$name" "$tier" ours "$pattern" -- \
+		ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$obj"
+}
+
 mutants=("$@")
 [ $# -gt 0 ] || mutants=(debian-modules debian-boot no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
 			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault kvm-maps-ignore-userfault
@@ -332,46 +344,34 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-gpc-unbind-keeps-cache-shim"
 		;;
 	fsx-gpc-restore)
-		mutate fsx-gpc-restore virt/kvm/pfncache.c \
-			's/if \(!kvm_is_error_gpa\(gpc->gpa\) && kvm_is_userfault_memslot\(gpc->memslot\) &&/if (0 \&\&/' || continue
-		must_fail fsx-gpc-restore stock ours \
-'gmem_fsx: "plain file: fixed seeds, .*" FAILED: plain file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (armed page [0-9]+ (was allocated|is in the file) before it was restored|page [0-9]+ is in the file, the model says a hole \(armed, not restored yet\))' -- \
-			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-gpc-restore-$kver"
+		fsx_mutant fsx-gpc-restore stock virt/kvm/pfncache.c \
+			's/if \(!kvm_is_error_gpa\(gpc->gpa\) && kvm_is_userfault_memslot\(gpc->memslot\) &&/if (0 \&\&/' \
+'gmem_fsx: "plain file: fixed seeds, .*" FAILED: plain file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (armed page [0-9]+ (was allocated|is in the file) before it was restored|page [0-9]+ is in the file, the model says a hole \(armed, not restored yet\))'
 		;;
 	fsx-conversion-ignores-pins)
-		mutate fsx-conversion-ignores-pins virt/kvm/guest_memfd.c \
-			's/if \(refs > expected\) \{/if (0) {/' || continue
-		must_fail fsx-conversion-ignores-pins stock ours \
-'gmem_fsx: "in-place file: fixed seeds, .*" FAILED: inplace file, seed [0-9]+, op #[0-9]+ \(convert pages [0-9]+-[0-9]+\): to private over pinned page [0-9]+: converted' -- \
-			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-conversion-ignores-pins-$kver"
+		fsx_mutant fsx-conversion-ignores-pins stock virt/kvm/guest_memfd.c \
+			's/if \(refs > expected\) \{/if (0) {/' \
+'gmem_fsx: "in-place file: fixed seeds, .*" FAILED: inplace file, seed [0-9]+, op #[0-9]+ \(convert pages [0-9]+-[0-9]+\): to private over pinned page [0-9]+: converted'
 		;;
 	fsx-ndm-window-into-punched)
-		mutate fsx-ndm-window-into-punched virt/kvm/guest_memfd.c \
-			's/\tif \(mas_find\(&mas, end - 1\)\)\n\t\tend = max\(mas.index, index \+ 1\);/\tmas_find(&mas, end - 1);/' || continue
-		must_fail fsx-ndm-window-into-punched shim ours \
-'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)' -- \
-			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-ndm-window-into-punched-shim"
+		fsx_mutant fsx-ndm-window-into-punched shim virt/kvm/guest_memfd.c \
+			's/\tif \(mas_find\(&mas, end - 1\)\)\n\t\tend = max\(mas.index, index \+ 1\);/\tmas_find(&mas, end - 1);/' \
+'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)'
 		;;
 	fsx-ndm-vcpu-one-page)
-		mutate fsx-ndm-vcpu-one-page virt/kvm/guest_memfd.c \
-			's/(\tif \(nr_around\)\n\t\tend = kvm_gmem_vcpu_fault_end\(slot, inode, index\);\n)/\tif (0)\n\t\tend = kvm_gmem_vcpu_fault_end(slot, inode, index);\n/' || continue
-		must_fail fsx-ndm-vcpu-one-page shim ours \
-'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)' -- \
-			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-ndm-vcpu-one-page-shim"
+		fsx_mutant fsx-ndm-vcpu-one-page shim virt/kvm/guest_memfd.c \
+			's/(\tif \(nr_around\)\n\t\tend = kvm_gmem_vcpu_fault_end\(slot, inode, index\);\n)/\tif (0)\n\t\tend = kvm_gmem_vcpu_fault_end(slot, inode, index);\n/' \
+'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)'
 		;;
 	fsx-ndm-failed-zap-stays-up-to-date)
-		mutate fsx-ndm-failed-zap-stays-up-to-date virt/kvm/guest_memfd.c \
-			's/(\t\t\tclear_highpage\(folio_page\(folio, 0\)\);\n)\t\t\tfolio_clear_uptodate\(folio\);\n/$1/' || continue
-		must_fail fsx-ndm-failed-zap-stays-up-to-date shim ours \
-'gmem_fsx: "NO_DIRECT_MAP file with failing zaps: fixed seeds, .*" FAILED: ndm-failzap file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): [0-9]+ pages out of the direct map, the file has [0-9]+ \([0-9]+ left in by a failed zap; taken out since the last probe:( [0-9]+)+\)' -- \
-			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-ndm-failed-zap-stays-up-to-date-shim"
+		fsx_mutant fsx-ndm-failed-zap-stays-up-to-date shim virt/kvm/guest_memfd.c \
+			's/(\t\t\tclear_highpage\(folio_page\(folio, 0\)\);\n)\t\t\tfolio_clear_uptodate\(folio\);\n/$1/' \
+'gmem_fsx: "NO_DIRECT_MAP file with failing zaps: fixed seeds, .*" FAILED: ndm-failzap file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): [0-9]+ pages out of the direct map, the file has [0-9]+ \([0-9]+ left in by a failed zap; taken out since the last probe:( [0-9]+)+\)'
 		;;
 	fsx-vcpu-window-ignores-private)
-		mutate fsx-vcpu-window-ignores-private virt/kvm/guest_memfd.c \
-			's/(\t\t    kvm_mem_is_private\(gmem->kvm, \+\+gfn\) != private)\)/($1 \&\& 0))/' || continue
-		must_fail fsx-vcpu-window-ignores-private shim ours \
-'gmem_fsx: "SW_PROTECTED VM, NO_DIRECT_MAP private memory: fixed seeds, .*" FAILED: swprot file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): page [0-9]+ is in the file, the model says a hole' -- \
-			ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-fsx-vcpu-window-ignores-private-shim"
+		fsx_mutant fsx-vcpu-window-ignores-private shim virt/kvm/guest_memfd.c \
+			's/(\t\t    kvm_mem_is_private\(gmem->kvm, \+\+gfn\) != private)\)/($1 \&\& 0))/' \
+'gmem_fsx: "SW_PROTECTED VM, NO_DIRECT_MAP private memory: fixed seeds, .*" FAILED: swprot file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): page [0-9]+ is in the file, the model says a hole'
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

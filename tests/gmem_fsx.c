@@ -1400,6 +1400,25 @@ static bool setup(struct run *r, char *why, size_t whylen)
 	return true;
 }
 
+/* The mappings, the file and the VM of a run, gone: what setup() made. */
+static void teardown(struct run *r)
+{
+	unpin(r);
+	if (r->map)
+		munmap(r->map, NPAGES * page);
+	r->map = NULL;
+	if (r->shared)
+		munmap(r->shared, SLOT_PAGES * page);
+	r->shared = NULL;
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	if (r->vm.mem)
+		munmap((void *)r->vm.mem, CTL_SIZE);
+	r->vm.mem = NULL;
+	vm_teardown(&r->vm);
+}
+
 /*
  * -p on a file without windows: each hole with a policy is allocated with
  * fallocate(), its node checked and punched again, to find the operation
@@ -1539,17 +1558,7 @@ static int fsx_run_gen(uint64_t seed, long ops, enum file_kind fk, int gen, char
 	for (int e = 0; e < NR_EVENTS; e++)
 		totals[fk].ev[e] += r->ev[e];
 out:
-	unpin(r);
-	if (r->map)
-		munmap(r->map, NPAGES * page);
-	if (r->shared)
-		munmap(r->shared, SLOT_PAGES * page);
-	if (r->fd >= 0)
-		close(r->fd);
-	if (r->vm.mem)
-		munmap((void *)r->vm.mem, CTL_SIZE);
-	r->vm.mem = NULL;
-	vm_teardown(&r->vm);
+	teardown(r);
 	/* Everything the file had is back in the direct map once it is closed. */
 	if (ret == KSFT_PASS && r->ndm && gmem_settle_counter(NDM_FOLIOS, r->ndm_base) != r->ndm_base) {
 		snprintf(why, whylen, "seed %llu: after close, %ld pages are still out of the direct map",
@@ -1816,16 +1825,8 @@ join:
 out:
 	for (int t = 0; t < started; t++)
 		pthread_join(w[t].tid, NULL);
-	if (r) {
-		if (r->map)
-			munmap(r->map, NPAGES * page);
-		if (r->fd >= 0)
-			close(r->fd);
-		if (r->vm.mem)
-			munmap((void *)r->vm.mem, CTL_SIZE);
-		r->vm.mem = NULL;
-		vm_teardown(&r->vm);
-	}
+	if (r)
+		teardown(r);
 	/* Everything back where it was once the file and the VM are gone. */
 	if (ret == KSFT_PASS && base >= 0 && gmem_settle_counter(NDM_FOLIOS, base) != base) {
 		snprintf(why, whylen, "seed %llu: after close, %ld pages are still out of the direct map",
