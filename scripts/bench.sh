@@ -13,7 +13,10 @@
 #   bench.png   gnuplot bar chart of the ratios with their min-max
 #   ours.csv, stock.csv, ours.log, stock.log   what each guest run produced
 #   bench.prev.csv   the previous run's bench.csv, if there was one
-# Environment: BENCH_REPS (default 7), BENCH_SCALE (sizes, default 1),
+# Environment: BENCH_REPS (default 7), BENCH_BOOT_REPS (the Linux boot
+# rounds: BENCH_REPS when that is given, else 9, the fewest whose 95 %
+# interval of the median drops each side's most extreme round), BENCH_SCALE
+# (sizes, default 1),
 # BENCH_STOCK=0 to skip the stock run, TIER=stock|shim (guest kernel),
 # NUMA=2 for the numa_first_touch rows (n/a with one node),
 # BENCH_CASES=SUBSTRING[,...] to run only the cases whose names contain one
@@ -30,6 +33,7 @@ top=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
 reps=${BENCH_REPS:-7}
+boot_reps=${BENCH_BOOT_REPS:-${BENCH_REPS:-9}}
 scale=${BENCH_SCALE:-1}
 out="$top/build/results/bench"
 bin="$top/build/bench/gmem_bench"
@@ -62,19 +66,20 @@ run_guest() {
 }
 
 # run_boot: the boot rows (issue 28). gmem_linux_boot_test boots Debian's
-# kernel in a nested guest $reps times per memory kind, interleaved; its
+# kernel in a nested guest $boot_reps times per memory kind, interleaved; its
 # "# time:" lines become rows of ours.csv: boot to init and the guest's
 # 64 MiB fill on guest_memfd against anonymous memory (4 KiB pages both),
 # and with TIER=shim NO_DIRECT_MAP against plain guest_memfd, with its
 # 16-page fault windows (ndm) and without them (ndm0: gmem_ndm_batch=0,
-# what NO_DIRECT_MAP alone costs). Ratios are per round, median [min-max]
-# over the rounds. A round whose boot did not pass (a "not ok" of the
+# what NO_DIRECT_MAP alone costs). Ratios are per round: the median over
+# the rounds and its 95 % distribution-free interval [r(k), r(n+1-k)]
+# (ci_rank(); min-max below 9 rounds). A round whose boot did not pass (a "not ok" of the
 # boot's own cases, or "Bail out!") is dropped, and the drop is said; the
 # window-less boot's flush-count case fails by design and is not counted.
 run_boot() {
 	local stage="$top/build/stage/bench-boot" results="$out/boot" kinds="anon gmem" rc=0 dropped
 	[ "${TIER:-stock}" != shim ] || kinds="anon gmem ndm ndm0"
-	step "bench: Linux boots, $reps rounds of: $kinds"
+	step "bench: Linux boots, $boot_reps rounds of: $kinds"
 	make -s -C "$top/tests" KVM_GMEM_SRC="$top/build/src" OUT="$top/build/tests" \
 		"$top/build/tests/gmem_linux_boot_test" "$top/build/tests/boot-init"
 	rm -rf "$stage" "$results"
@@ -85,7 +90,7 @@ run_boot() {
 #!/bin/sh
 d=\$(dirname "\$0")
 batch=/sys/module/kvm/parameters/gmem_ndm_batch
-for rep in \$(seq 1 $reps); do
+for rep in \$(seq 1 $boot_reps); do
 	for kind in $kinds; do
 		echo "# bench round \$rep kind \$kind"
 		if [ "\$kind" = ndm0 ]; then
@@ -101,7 +106,7 @@ for rep in \$(seq 1 $reps); do
 done
 EOS
 	chmod +x "$stage/boot-bench"
-	echo "boot-bench $((reps * 4 * 120)) exit-status" > "$stage/list"
+	echo "boot-bench $((boot_reps * 4 * 120)) exit-status" > "$stage/list"
 	# The tier's boot variant: one host thread per vCPU (qemu/test-tier.sh).
 	"$top/qemu/test-tier.sh" "${TIER:-stock}-boot" --tier bench-boot --results "$results" \
 		--tests "$stage" --expect "" > "$out/boot.log" 2>&1 || rc=$?
@@ -111,6 +116,21 @@ EOS
 	function med(a, n,   i, j, t) {
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	# The rank k of a distribution-free interval [a(k), a(n+1-k)] (a sorted)
+	# that holds the median with at least 95 % confidence: the largest k
+	# with 2 P(Bin(n, 1/2) <= k - 1) <= 0.05; 1 (min-max) below 6 rounds,
+	# where no such k exists (5 rounds: 94 %).
+	function ci_rank(n,   k, c, p, j) {
+		k = 1; c = 0; p = 1
+		for (j = 0; j < n; j++) p /= 2
+		for (j = 0; j < n; j++) {
+			c += p
+			if (2 * c > 0.05) break
+			k = j + 1
+			p = p * (n - j) / (j + 1)
+		}
+		return k
 	}
 	function row(c, v, ref, what, refwhat,   n, m, r, k, lo, hi, x, q) {
 		n = 0; m = 0; lo = ""; hi = ""
@@ -125,9 +145,9 @@ EOS
 		if (n == 0) { printf "summary,%s,%s,s,%s,n/a,,,0,boot did not finish\n", c, name[v], name[ref]; return }
 		printf "summary,%s,%s,s,%s,%g,%g,%g,%d,\n", c, name[v], name[ref], med(x, n), lo, hi, n
 		if (m == 0) return
-		lo = q[1]; hi = q[1]
-		for (r = 1; r <= m; r++) { if (q[r] < lo) lo = q[r]; if (q[r] > hi) hi = q[r] }
-		printf "ratio,%s,%s,%s,%g,%g,%g,%d\n", c, name[v], name[ref], med(q, m), lo, hi, m
+		# med() sorts q: the interval is of ranks, not min-max.
+		r = med(q, m); k = ci_rank(m)
+		printf "ratio,%s,%s,%s,%g,%g,%g,%d\n", c, name[v], name[ref], r, q[k], q[m + 1 - k], m
 	}
 	BEGIN {
 		name["anon"] = "anon"; name["gmem"] = "gmem"
@@ -249,7 +269,8 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 	     "vCPU writes $(meta ours footprint_vcpu_pages) pages of it"
 	echo
 	echo "median [min-max] of the reps. ratio (pages/s): time per page against the ref variant, per rep"
-	echo "(ref pages/s / pages/s, the two run back to back; > 1 = slower), median [min-max] over the reps;"
+	echo "(ref pages/s / pages/s, the two run back to back; > 1 = slower), median [min-max] over the reps"
+	echo "(boot rows: the median's 95 % interval from 9 rounds on, min-max below);"
 	echo "on the ref row its own spread. footprint: MemAvailable drop, Shmem and Unevictable growth, each"
 	echo "/ guest size (ref = guest size). The anon variant uses 4 KiB pages (MADV_NOHUGEPAGE)."
 	echo
