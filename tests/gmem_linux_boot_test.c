@@ -505,8 +505,16 @@ static void load_guest(void)
 		initrd_gpa = (bp.hdr.initrd_addr_max - ilen) & ~(page - 1);
 	guest_put(initrd_gpa, initrd, ilen);
 
+	/*
+	 * watchdog_thresh=60: the guest's soft-lockup report after 120 s of its
+	 * clock without a schedule, not 20. Nested under TCG with two guests
+	 * on two host cores, a vCPU of this guest can go 26 s unscheduled
+	 * (make check, 2026-12-06: "soft lockup - CPU#0 stuck for 26s" during
+	 * the fill); a real lockup still reports, and the tier's timeout
+	 * catches a hang.
+	 */
 	snprintf(cmdline, sizeof(cmdline),
-		 "console=ttyS0 quiet printk.devkmsg=on rdinit=/init panic=-1 reboot=t pci=off acpi=off nokaslr %s",
+		 "console=ttyS0 quiet printk.devkmsg=on rdinit=/init panic=-1 reboot=t pci=off acpi=off nokaslr watchdog_thresh=60 %s",
 		 extra_args);
 	guest_put(CMDLINE_GPA, cmdline, strlen(cmdline) + 1);
 
