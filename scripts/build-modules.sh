@@ -69,8 +69,7 @@ kbuild_dir=$obj
 use_ccache=1
 [ -z "${KVM_GMEM_MODULES_ONLY:-}" ] || [ -n "${KVM_GMEM_DKMS_CCACHE:-}" ] || use_ccache=
 if [ -n "$debian_native" ] && [ -n "$use_ccache" ] && command -v ccache > /dev/null; then
-	export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=8G CCACHE_DEPEND=1
-	unset CCACHE_BASEDIR
+	module_ccache
 	cc=", ccache"
 	# The compiler sees the object dir's path (in flags, file names, debug
 	# info), and ccache hashes it: a clone at a new path would compile

@@ -32,9 +32,8 @@ export BUILD_SRC="$scratch/src" BUILD_OBJ="$scratch/obj" BUILD_SELFTESTS="$work/
 
 mapfile -t patches < <(grep -v '^#' "$top/src/series" | grep .)
 kdir=$("$top/scripts/headers.sh" "$("$top/scripts/kernel-version.sh" kver)")
-# As build-modules.sh sets it for the module builds, for syntax_check's.
-export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=8G CCACHE_DEPEND=1
-unset CCACHE_BASEDIR
+# syntax_check's compiles hit ccache as the module builds do.
+module_ccache
 
 # touches_modules PATCH: PATCH changes a file the modules build from. Kconfig
 # files are not read by the module build (Kbuild sets the CONFIG_ symbols

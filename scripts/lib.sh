@@ -83,6 +83,13 @@ cache_lock() {
 	flock 9
 }
 
+# module_ccache: ccache as the module builds use it (depend mode, the
+# cache's one directory, no base dir: ccache sees fixed paths instead).
+module_ccache() {
+	export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=8G CCACHE_DEPEND=1
+	unset CCACHE_BASEDIR
+}
+
 # sync_module_sources SRC OBJ: copy the sources the modules build from (a
 # build/src tree) into their object dir by content, without times: files
 # whose content did not change keep their mtimes, so kbuild rebuilds only
