@@ -22,6 +22,8 @@
 #                   for gmem_numa_test (qemu/boot.sh)
 #   ONLY='A B'      run only these programs of the tier's lists (and judge
 #                   only their rules), e.g. ONLY=gmem_numa_test
+#   ONLY_ARGS='...' with ONLY: arguments for those programs, e.g. a must-fail
+#                   run's one case of gmem_fsx (-c CASE-PREFIX)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -162,7 +164,9 @@ case " $* " in *" --tests "*) lists=() ;; esac
 if [ -n "${ONLY:-}" ] && [ ${#lists[@]} -gt 0 ]; then
 	only="$top/build/stage/$run.only-list"
 	mkdir -p "$top/build/stage"
-	awk -v only=" $ONLY " '$1 !~ /^#/ && NF && index(only, " " $1 " ")' "${lists[@]}" >"$only"
+	awk -v only=" $ONLY " -v args="${ONLY_ARGS:-}" '$1 !~ /^#/ && NF && index(only, " " $1 " ") {
+		if (args != "") $0 = $0 ($0 ~ / -- / ? " " : " -- ") args
+		print }' "${lists[@]}" >"$only"
 	[ -s "$only" ] || die "ONLY='$ONLY': no such program in the tier's lists"
 	lists=("$only")
 fi
@@ -177,9 +181,11 @@ if { [ "${REGRESSION:-1}" = 0 ] || [ -n "${ONLY:-}" ]; } && [ -f "$stage/list" ]
 	# A subset of the tier's programs: only their rules apply.
 	awk 'NR == FNR { if ($1 !~ /^#/ && NF) ran[$1] = 1; next }
 	     /^[ \t]*(#|$)/ || $1 in ran || $1 == "modules"' "$stage/list" "$top/tests/expect/$tier$suffix" >"$stage/expect"
-	# Case lists are checked only for the programs that ran.
+	# Case lists are checked only for the programs that ran, and not when
+	# ONLY_ARGS chose some of their cases.
 	rm -f "$stage/expect.cases"
-	[ ! -f "$top/tests/expect/$tier$suffix.cases" ] || cp "$top/tests/expect/$tier$suffix.cases" "$stage/expect.cases"
+	[ ! -f "$top/tests/expect/$tier$suffix.cases" ] || [ -n "${ONLY_ARGS:-}" ] ||
+		cp "$top/tests/expect/$tier$suffix.cases" "$stage/expect.cases"
 	args+=(--expect "$stage/expect")
 fi
 step "tier $name: booting"

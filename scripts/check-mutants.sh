@@ -166,16 +166,17 @@ must_fail() {
 	step "mutant $name failed as it must: $(grep -c '^- ' "$s") problems named"
 }
 
-# fsx_mutant NAME TIER FILE PERL PATTERN: a defect the exerciser must find
-# (gmem_fsx alone, in TIER), FILE of build/src changed by PERL, PATTERN
-# among the summary's problems.
+# fsx_mutant NAME TIER KIND FILE PERL PATTERN: a defect the exerciser must
+# find (gmem_fsx alone, in TIER, the fixed seeds of file kind KIND alone:
+# gmem_fsx -c KIND), FILE of build/src changed by PERL, PATTERN among the
+# summary's problems.
 fsx_mutant() {
-	local name=$1 tier=$2 file=$3 perl=$4 pattern=$5 obj
+	local name=$1 tier=$2 kind=$3 file=$4 perl=$5 pattern=$6 obj
 	obj="$top/build/obj/mutant-$name-$kver"
 	[ "$tier" != shim ] || obj="$top/build/obj/mutant-$name-shim"
 	mutate "$name" "$file" "$perl" || return 0
 	must_fail "$name" "$tier" ours "$pattern" -- \
-		ONLY=gmem_fsx BUILD_SRC="$mutant_src" BUILD_OBJ="$obj"
+		ONLY=gmem_fsx ONLY_ARGS="-c $kind" BUILD_SRC="$mutant_src" BUILD_OBJ="$obj"
 }
 
 mutants=("$@")
@@ -184,7 +185,7 @@ mutants=("$@")
 			 ndm-vcpu-one-page gpc-unbind-keeps-cache vcpu-map-ignores-userfault
 			 fsx-gpc-restore fsx-conversion-ignores-pins fsx-ndm-window-into-punched
 			 fsx-ndm-vcpu-one-page fsx-ndm-failed-zap-stays-up-to-date
-			 fsx-vcpu-window-ignores-private)
+			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -344,34 +345,39 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-gpc-unbind-keeps-cache-shim"
 		;;
 	fsx-gpc-restore)
-		fsx_mutant fsx-gpc-restore stock virt/kvm/pfncache.c \
+		fsx_mutant fsx-gpc-restore stock plain virt/kvm/pfncache.c \
 			's/if \(!kvm_is_error_gpa\(gpc->gpa\) && kvm_is_userfault_memslot\(gpc->memslot\) &&/if (0 \&\&/' \
 'gmem_fsx: "plain file: fixed seeds, .*" FAILED: plain file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (armed page [0-9]+ (was allocated|is in the file) before it was restored|page [0-9]+ is in the file, the model says a hole \(armed, not restored yet\))'
 		;;
 	fsx-conversion-ignores-pins)
-		fsx_mutant fsx-conversion-ignores-pins stock virt/kvm/guest_memfd.c \
+		fsx_mutant fsx-conversion-ignores-pins stock inplace virt/kvm/guest_memfd.c \
 			's/if \(refs > expected\) \{/if (0) {/' \
 'gmem_fsx: "in-place file: fixed seeds, .*" FAILED: inplace file, seed [0-9]+, op #[0-9]+ \(convert pages [0-9]+-[0-9]+\): to private over pinned page [0-9]+: converted'
 		;;
 	fsx-ndm-window-into-punched)
-		fsx_mutant fsx-ndm-window-into-punched shim virt/kvm/guest_memfd.c \
+		fsx_mutant fsx-ndm-window-into-punched shim ndm virt/kvm/guest_memfd.c \
 			's/\tif \(mas_find\(&mas, end - 1\)\)\n\t\tend = max\(mas.index, index \+ 1\);/\tmas_find(&mas, end - 1);/' \
 'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)'
 		;;
 	fsx-ndm-vcpu-one-page)
-		fsx_mutant fsx-ndm-vcpu-one-page shim virt/kvm/guest_memfd.c \
+		fsx_mutant fsx-ndm-vcpu-one-page shim ndm virt/kvm/guest_memfd.c \
 			's/(\tif \(nr_around\)\n\t\tend = kvm_gmem_vcpu_fault_end\(slot, inode, index\);\n)/\tif (0)\n\t\tend = kvm_gmem_vcpu_fault_end(slot, inode, index);\n/' \
 'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)'
 		;;
 	fsx-ndm-failed-zap-stays-up-to-date)
-		fsx_mutant fsx-ndm-failed-zap-stays-up-to-date shim virt/kvm/guest_memfd.c \
+		fsx_mutant fsx-ndm-failed-zap-stays-up-to-date shim ndm-failzap virt/kvm/guest_memfd.c \
 			's/(\t\t\tclear_highpage\(folio_page\(folio, 0\)\);\n)\t\t\tfolio_clear_uptodate\(folio\);\n/$1/' \
 'gmem_fsx: "NO_DIRECT_MAP file with failing zaps: fixed seeds, .*" FAILED: ndm-failzap file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): [0-9]+ pages out of the direct map, the file has [0-9]+ \([0-9]+ left in by a failed zap; taken out since the last probe:( [0-9]+)+\)'
 		;;
 	fsx-vcpu-window-ignores-private)
-		fsx_mutant fsx-vcpu-window-ignores-private shim virt/kvm/guest_memfd.c \
+		fsx_mutant fsx-vcpu-window-ignores-private shim swprot virt/kvm/guest_memfd.c \
 			's/(\t\t    kvm_mem_is_private\(gmem->kvm, \+\+gfn\) != private)\)/($1 \&\& 0))/' \
 'gmem_fsx: "SW_PROTECTED VM, NO_DIRECT_MAP private memory: fixed seeds, .*" FAILED: swprot file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): page [0-9]+ is in the file, the model says a hole'
+		;;
+	fsx-uffd-vcpu-window)
+		fsx_mutant fsx-uffd-vcpu-window shim uffd virt/kvm/guest_memfd.c \
+			's/if \(kvm_is_userfault_memslot\(slot\) \|\| READ_ONCE\(gmem->userfault_seen\) \|\|/if (kvm_is_userfault_memslot(slot) ||/' \
+'gmem_fsx: "userfaultfd on a NO_DIRECT_MAP file: fixed seeds, .*" FAILED: uffd file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is in the file, the model says a hole|touching page [0-9]+ \(a hole: one MISSING event\) raised 1 userfaultfd events, one MINOR on page [0-9]+|[0-9]+ pages out of the direct map, the file has [0-9]+)'
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

@@ -212,6 +212,7 @@ must_fail_step "the exerciser: a window into a punched range" fsx-ndm-window-int
 must_fail_step "the exerciser: a vCPU fault without its window" fsx-ndm-vcpu-one-page
 must_fail_step "the exerciser: a page a failed zap left up to date" fsx-ndm-failed-zap-stays-up-to-date
 must_fail_step "the exerciser: a vCPU window past the private attribute" fsx-vcpu-window-ignores-private
+must_fail_step "the exerciser: a vCPU window in a userfaultfd file" fsx-uffd-vcpu-window
 end_steps
 # The tiers above have waited for what they needed; the series check may
 # still be running.

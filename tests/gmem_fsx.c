@@ -6,7 +6,7 @@
  * whether it is armed for KVM Userfault, and every read and every probe is
  * checked against it. A mismatch stops the run and prints the seed, the
  * operation number and the last 50 operations; `gmem_fsx -s SEED -n OPS
- * [-k plain|ndm|inplace|ndm-failzap|swprot]` replays a run exactly.
+ * [-k plain|ndm|inplace|ndm-failzap|swprot|uffd]` replays a run exactly.
  *
  * The file is bound, 12 pages of it at a time, to a gmem-only memslot of the
  * VM that created it (guest physical 0x4000), and a real-mode vCPU reads it
@@ -48,15 +48,23 @@
  * would prepare such a page at a time of KVM's), swprot (a SW_PROTECTED
  * VM's private memory: a NO_DIRECT_MAP file nothing maps, the memslot's
  * shared memory anonymous; the VM's memory attributes say which one a vCPU
- * reads, and a vCPU fault's window holds pages of its own kind only).
+ * reads, and a vCPU fault's window holds pages of its own kind only), uffd
+ * (an ndm file whose mapping is registered with userfaultfd for MISSING and
+ * MINOR faults, the shim kernel: a handler thread fills a hole with
+ * UFFDIO_COPY of the model's snapshot value, or UFFDIO_ZEROPAGE, and maps a
+ * page the file has with UFFDIO_CONTINUE; every event is checked against
+ * the model, which the fill then updates; operations register and
+ * unregister the mapping, map it again or make a new file with or without
+ * a registration, and a KVM Userfault exit is restored through the mapping;
+ * once a mapping of a file was registered no fault allocates a window).
  * Without arguments: TAP cases, fixed seeds and one random seed (printed)
  * per kind offered; -j THREADS, the concurrency mode (fsx_threads()).
- * Not yet: userfaultfd.
  *
  * Modules without host mappings of guest_memfd: SKIP, or FAIL with ours.
  */
 #include <linux/falloc.h>
 #include <linux/mempolicy.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <stdarg.h>
@@ -65,6 +73,7 @@
 #include <time.h>
 
 #include "gmem_test.h"
+#include "gmem_uffd.h"
 #include "gmem_x86_guest.h"
 
 #define NPAGES		256	/* in one page table: a window never crosses one */
@@ -80,23 +89,26 @@
 #define SLOT_GPA	0x4000	/* the memslot over the file: what real mode reaches */
 #define SLOT_PAGES	12
 #define MAX_SERVES	8	/* userfault exits one vCPU read may take */
+#define UFFD_LOG	(NPAGES + 2 * MAXRUN)	/* events between two checks: a probe reads every page */
 
-enum file_kind { FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, FK_SWPROT, NR_FILE_KINDS };
+enum file_kind {
+	FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, FK_SWPROT, FK_UFFD, NR_FILE_KINDS
+};
 static const char *const file_kind_name[NR_FILE_KINDS] = {
-	"plain", "ndm", "inplace", "ndm-failzap", "swprot",
+	"plain", "ndm", "inplace", "ndm-failzap", "swprot", "uffd",
 };
 
 enum op_kind {
 	MAP_WRITE, MAP_READ, PWRITE, FALLOC, PUNCH, REMAP, RANDOM, NORMAL, PROBE,
 	VCPU_READ, REBIND, CLOCK, ARM, CONVERT, PIN, UNPIN, MBIND, DISARM, RECREATE, FAILZAP,
-	SETATTR, SHWRITE, NR_KINDS
+	SETATTR, SHWRITE, UFFD_REG, NR_KINDS
 };
 
 static const char *const kind_name[NR_KINDS] = {
 	"map-write", "map-read", "pwrite", "fallocate", "punch", "remap", "madv-random",
 	"madv-normal", "probe", "vcpu-read", "rebind", "kvmclock", "arm", "convert", "pin",
 	"unpin", "mbind", "disarm", "recreate", "pwrite-failzap", "set-attributes",
-	"shared-write",
+	"shared-write", "uffd-register",
 };
 
 /*
@@ -105,7 +117,7 @@ static const char *const kind_name[NR_KINDS] = {
  * that every seed of the existing kinds replays as it did.
  */
 static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
-	/*         mw  mr  pw  fa  pu  re  ra  no  pr  vc  rb  cl  ar  cv  pi  un  mb  da  rc  fz  sa  sw */
+	/*         mw  mr  pw  fa  pu  re  ra  no  pr  vc  rb  cl  ar  cv  pi  un  mb  da  rc  fz  sa  sw  ur */
 	[FK_PLAIN]   = { 15, 14, 9, 7, 10, 3, 2, 2, 8, 14, 3, 3, 5, 0, 0, 0, 2, 2, 1, 0 },
 	[FK_NDM]     = { 15, 14, 9, 7, 10, 3, 2, 2, 8, 14, 3, 3, 5, 0, 0, 0, 2, 2, 1, 0 },
 	[FK_INPLACE] = { 15, 14, 0, 8, 10, 3, 2, 2, 8, 14, 3, 0, 0, 12, 3, 3, 2, 0, 1, 0 },
@@ -118,6 +130,8 @@ static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
 	 * file was created, so a new file now and then opens them again.
 	 */
 	[FK_SWPROT]  = { 0, 0, 0, 10, 3, 0, 0, 0, 10, 39, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 24, 12 },
+	/* uffd-register: register (odd value) or unregister the mapping. */
+	[FK_UFFD]    = { 14, 14, 8, 7, 10, 3, 2, 2, 8, 12, 3, 3, 5, 0, 0, 0, 2, 2, 2, 0, 0, 0, 3 },
 };
 
 /* The state of an op's first page before it, for the coverage counts. */
@@ -127,7 +141,8 @@ enum page_state { PS_HOLE, PS_PRESENT, PS_PRIVATE, PS_ARMED, NR_PAGE_STATES };
 enum event {
 	EV_UF_EXIT, EV_CLOCK_EXIT, EV_RESTORE, EV_VCPU_HOLE, EV_VCPU_PRIVATE, EV_WINDOW,
 	EV_PRIVATE_SIGBUS, EV_EAGAIN, EV_CONVERTED, EV_CLOCK_ALLOC, EV_REMOTE, EV_FAILED_ZAP,
-	EV_STALE_USED, EV_VCPU_WRITE, EV_SECOND_MAP, EV_CHILD_READ, NR_EVENTS
+	EV_STALE_USED, EV_VCPU_WRITE, EV_SECOND_MAP, EV_CHILD_READ, EV_UFFD_MISSING,
+	EV_UFFD_ZERO, EV_UFFD_MINOR, EV_UFFD_RESTORE, EV_UFFD_CLOCK, NR_EVENTS
 };
 
 static const char *const event_name[NR_EVENTS] = {
@@ -137,6 +152,8 @@ static const char *const event_name[NR_EVENTS] = {
 	"pages checked on the other node", "failed zaps",
 	"pages a failed zap left, then taken out by a use", "vCPU writes",
 	"reads through a second mapping", "reads in a forked child",
+	"userfaultfd MISSING events", "of them filled by UFFDIO_ZEROPAGE", "MINOR events",
+	"KVM Userfault restores through userfaultfd", "MISSING events of kvmclock",
 };
 
 struct op {
@@ -188,6 +205,33 @@ struct run {
 	/* swprot: the memslot's shared memory (anonymous), a value per page. */
 	uint8_t *shared;
 	uint8_t shared_val[SLOT_PAGES];
+	/*
+	 * uffd: the userfaultfd and its handler thread; whether the mapping
+	 * is registered now and whether one of the file's ever was (the
+	 * file's userfault_seen: no windows); what a MISSING event fills each
+	 * page with (0: UFFDIO_ZEROPAGE), which only the main thread changes,
+	 * between operations. The handler logs each event before it serves
+	 * it, and counts it served after; the main thread reads the log once
+	 * all are served (uffd_quiesce()).
+	 */
+	int uffd, uffd_stop[2];
+	pthread_t uffd_thread;
+	bool uffd_thread_up, registered, uffd_seen;
+	uint8_t snap[NPAGES];
+	/*
+	 * kvmclock's page (set before KVM is told): KVM's update and a vCPU's
+	 * fault race to fill it, the one with UFFDIO_ZEROPAGE, the other with a
+	 * zeroed page, so that either order leaves what the model says.
+	 */
+	int clock_fill;
+	bool vcpu_filled[NPAGES];	/* by a vCPU's fault since the last check */
+	uint8_t *uffd_src;
+	struct uffd_event {
+		int page;	/* -1: outside the mapping */
+		bool minor;
+		int err;	/* of UFFDIO_COPY, ZEROPAGE or CONTINUE */
+	} log[UFFD_LOG];
+	int log_len, log_served, log_seen;
 	struct op history[HISTORY];
 	/* What the run covered: per operation kind, and the events below. */
 	long count[NR_KINDS], ev[NR_EVENTS];
@@ -313,7 +357,7 @@ static int model_window_end(struct run *r, int i, int limit)
 	struct model *m = &r->m;
 	int end = i + 1;
 
-	if (!r->ndm || !r->batch || i == 0 || !m->present[i - 1])
+	if (!r->ndm || !r->batch || r->uffd_seen || i == 0 || !m->present[i - 1])
 		return end;
 	end = (i + WINDOW) / WINDOW * WINDOW;
 	if (end > limit)
@@ -395,6 +439,7 @@ static void model_vcpu_fault(struct run *r, int i)
 		return;
 	int end = r->slot_uf ? i + 1 : model_window_end(r, i, r->slot_off + SLOT_PAGES);
 
+	r->vcpu_filled[i] = true;
 	r->ev[EV_VCPU_HOLE]++;
 	r->ev[EV_WINDOW] += end > i + 1;
 	model_allocate(r, i, end);
@@ -425,6 +470,239 @@ static bool map_file(struct run *r, uint8_t *at)
 	r->map = at;
 	return mmap(at, NPAGES * page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		    r->fd, 0) != MAP_FAILED;
+}
+
+/*
+ * uffd: the handler thread. Each event is logged first, then served: a
+ * MINOR one by UFFDIO_CONTINUE, a MISSING one by UFFDIO_COPY of a page of
+ * the snapshot value (UFFDIO_ZEROPAGE for 0); a failed fill wakes the
+ * faulting thread, which faults again. The main thread checks the log.
+ */
+/* What a MISSING event on page @i is filled with. */
+static uint8_t uffd_fill_value(const struct run *r, int i)
+{
+	return i == r->clock_fill ? 0 : r->snap[i];
+}
+
+static void *uffd_handler(void *arg)
+{
+	struct run *r = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = r->uffd, .events = POLLIN }, { .fd = r->uffd_stop[0], .events = POLLIN },
+	};
+	struct uffd_msg msg;
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents)
+			break;
+		if (!(pfd[0].revents & POLLIN) || read(r->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+		    msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+
+		uint8_t *at = (uint8_t *)(uintptr_t)(msg.arg.pagefault.address & ~(page - 1));
+		long i = (at - r->map) / page;
+		int n = __atomic_load_n(&r->log_len, __ATOMIC_RELAXED), e;
+		struct uffd_event ev = {
+			.page = at >= r->map && i < NPAGES ? (int)i : -1,
+			.minor = msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR,
+		};
+
+		/* Logged before the fill wakes the faulting thread. */
+		if (n < UFFD_LOG)
+			r->log[n] = ev;
+		__atomic_store_n(&r->log_len, n + 1, __ATOMIC_RELEASE);
+		if (ev.page < 0)
+			e = -EFAULT;
+		else if (ev.minor)
+			e = uffd_continue(r->uffd, at, page);
+		else if (!uffd_fill_value(r, i))
+			e = uffd_zeropage(r->uffd, at, page);
+		else {
+			memset(r->uffd_src, uffd_fill_value(r, i), page);
+			e = uffd_copy(r->uffd, at, r->uffd_src, page);
+		}
+		if (e)
+			uffd_wake(r->uffd, at, page);
+		if (n < UFFD_LOG)
+			r->log[n].err = e;
+		__atomic_store_n(&r->log_served, n + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/*
+ * Every event logged is served. The faulting thread, woken by the fill,
+ * may return before the handler logged the fill's result: wait for it.
+ */
+static bool uffd_quiesce(struct run *r, const struct op *o)
+{
+	for (int waits = 0; waits < 5000; waits++) {
+		if (__atomic_load_n(&r->log_served, __ATOMIC_ACQUIRE) ==
+		    __atomic_load_n(&r->log_len, __ATOMIC_ACQUIRE))
+			return r->log_len <= UFFD_LOG ? true :
+			       fail(r, o, "more than %d userfaultfd events in one operation", UFFD_LOG);
+		usleep(1000);
+	}
+	return fail(r, o, "the userfaultfd handler did not serve an event in 5 s");
+}
+
+static const char *uffd_event_str(const struct uffd_event *ev, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s on page %d%s%s", ev->minor ? "MINOR" : "MISSING", ev->page,
+		 ev->err ? ", served with " : "", ev->err ? strerror(-ev->err) : "");
+	return buf;
+}
+
+/* A MISSING fill of page @i, as the model has it: the snapshot value. */
+static void model_uffd_fill(struct run *r, int i)
+{
+	model_new_page(r, i);
+	r->m.val[i] = uffd_fill_value(r, i);
+	r->ev[EV_UFFD_MISSING]++;
+	r->ev[EV_UFFD_ZERO] += !r->m.val[i];
+}
+
+/*
+ * The main thread touched page @i through the registered mapping: a hole
+ * must have raised exactly one MISSING event for it, filled (the model
+ * learns the value), a page the file has at most one MINOR event.
+ */
+static bool uffd_expect(struct run *r, const struct op *o, int i, bool hole)
+{
+	char buf[96];
+	int n;
+
+	if (!uffd_quiesce(r, o))
+		return false;
+	n = r->log_len - r->log_seen;
+	for (int k = r->log_seen; k < r->log_len; k++) {
+		const struct uffd_event *ev = &r->log[k];
+
+		if (ev->page != i || ev->minor == hole || ev->err || n > 1)
+			return fail(r, o, "touching page %d (%s) raised %d userfaultfd events, one %s",
+				    i, hole ? "a hole: one MISSING event" : "the file has it: no event or MINOR",
+				    n, uffd_event_str(ev, buf, sizeof(buf)));
+		if (hole)
+			model_uffd_fill(r, i);
+		else
+			r->ev[EV_UFFD_MINOR]++;
+	}
+	if (hole && !n)
+		return fail(r, o, "touching page %d, a hole the model says, raised no MISSING event", i);
+	r->log_seen = r->log_len;
+	return true;
+}
+
+/*
+ * After each operation: the events nobody expected. KVM's update of
+ * kvmclock faults its page in through the memslot's userspace_addr when it
+ * likes: a MISSING event on kvmclock's page if it is a hole, or if the
+ * model has a vCPU's fault allocating it in this operation (KVM_RUN
+ * updates the clock first; both fill it with zeroes); a MINOR event on a
+ * page the file has is any read through the mapping (the probe's).
+ * Anything else is a page allocated behind the model's back.
+ */
+static bool uffd_settle(struct run *r, const struct op *o)
+{
+	char buf[96];
+
+	if (!r->uffd_thread_up)
+		return true;
+	if (!uffd_quiesce(r, o))
+		return false;
+	for (int k = r->log_seen; k < r->log_len; k++) {
+		const struct uffd_event *ev = &r->log[k];
+		int i = ev->page;
+
+		if (ev->err || i < 0)
+			return fail(r, o, "userfaultfd event: %s", uffd_event_str(ev, buf, sizeof(buf)));
+		if (ev->minor && r->m.present[i]) {
+			r->ev[EV_UFFD_MINOR]++;
+			continue;
+		}
+		if (ev->minor || i != r->clock_fill || r->m.armed[i] ||
+		    (r->m.present[i] && !r->vcpu_filled[i]))
+			return fail(r, o, "userfaultfd event %s, which no operation asked for (the model: %s)",
+				    uffd_event_str(ev, buf, sizeof(buf)),
+				    r->m.armed[i] ? "armed" : r->m.present[i] ? "the file has it" : "a hole");
+		if (!r->m.present[i]) {
+			model_uffd_fill(r, i);
+		} else {
+			/* Zeroes, as the vCPU's fault would have left before its write. */
+			r->ev[EV_UFFD_MISSING]++;
+			r->ev[EV_UFFD_ZERO]++;
+		}
+		r->m.clock[i] = true;
+		r->ev[EV_UFFD_CLOCK]++;
+	}
+	r->log_len = r->log_served = r->log_seen = 0;
+	memset(r->vcpu_filled, 0, sizeof(r->vcpu_filled));
+	return true;
+}
+
+/* Register the mapping with userfaultfd, MISSING and MINOR, or unregister it. */
+static bool uffd_set(struct run *r, const struct op *o, bool on)
+{
+	int e = on ? uffd_register(r->uffd, r->map, NPAGES * page,
+				   UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR, NULL) :
+		     uffd_unregister(r->uffd, r->map, NPAGES * page);
+
+	if (e)
+		return fail(r, o, "UFFDIO_%sREGISTER: %s", on ? "" : "UN", strerror(-e));
+	r->registered = on;
+	/* The file's userfault_seen: a registration is never forgotten. */
+	r->uffd_seen |= on;
+	return true;
+}
+
+/* uffd: the mapping just made, registered unless the op says not (0x40). */
+static bool uffd_mapped(struct run *r, const struct op *o)
+{
+	r->registered = false;
+	if (r->fk != FK_UFFD || (o && (o->val & 0x40)))
+		return true;
+	return uffd_set(r, o, true);
+}
+
+/* A new page of snapshot values: 0 (UFFDIO_ZEROPAGE) one in eight. */
+static void uffd_new_snapshot(struct run *r)
+{
+	for (int i = 0; i < NPAGES; i++)
+		r->snap[i] = rnd_below(r, 8) ? (uint8_t)(1 + rnd_below(r, 255)) : 0;
+}
+
+static bool uffd_start(struct run *r, char *why, size_t whylen)
+{
+	r->uffd_src = malloc(page);
+	r->uffd = uffd_open(why, whylen);
+	if (!r->uffd_src || r->uffd < 0 || pipe(r->uffd_stop))
+		return false;
+	if (pthread_create(&r->uffd_thread, NULL, uffd_handler, r)) {
+		snprintf(why, whylen, "pthread_create: %s", strerror(errno));
+		return false;
+	}
+	r->uffd_thread_up = true;
+	uffd_new_snapshot(r);
+	return true;
+}
+
+static void uffd_stop(struct run *r)
+{
+	if (r->uffd_thread_up) {
+		if (write(r->uffd_stop[1], "", 1) == 1)
+			pthread_join(r->uffd_thread, NULL);
+		r->uffd_thread_up = false;
+	}
+	for (int k = 0; k < 2; k++)
+		if (r->uffd_stop[k] >= 0)
+			close(r->uffd_stop[k]);
+	if (r->uffd >= 0)
+		close(r->uffd);
+	r->uffd = r->uffd_stop[0] = r->uffd_stop[1] = -1;
+	free(r->uffd_src);
+	r->uffd_src = NULL;
 }
 
 /* Every byte of page @i through the mapping is the model's (kvmclock's aside). */
@@ -538,12 +816,23 @@ static bool serve(struct run *r, const struct op *o, int i)
 		return fail(r, o, "armed page %d was allocated before it was restored", i);
 	if (gmem_cached_pages(r->fd, (long)i * page, page))
 		return fail(r, o, "armed page %d is in the file before it was restored", i);
-	memset(r->buf, r->m.val[i], page);
-	if (pwrite(r->fd, r->buf, page, (off_t)i * page) != page)
-		return fail(r, o, "restoring armed page %d: %s", i, strerror(errno));
+	if (r->registered && i != r->clock_fill) {
+		/* uffd: a touch through the mapping, which the handler fills. */
+		r->snap[i] = r->m.val[i];
+		if (!uffd_settle(r, o))
+			return false;
+		(void)*(volatile uint8_t *)(r->map + (long)i * page);
+		if (!uffd_expect(r, o, i, true))
+			return false;
+		r->ev[EV_UFFD_RESTORE]++;
+	} else {
+		memset(r->buf, r->m.val[i], page);
+		if (pwrite(r->fd, r->buf, page, (off_t)i * page) != page)
+			return fail(r, o, "restoring armed page %d: %s", i, strerror(errno));
+		model_new_page(r, i);
+	}
 	__atomic_and_fetch(&r->bitmap, ~(1UL << (i - r->slot_off)), __ATOMIC_RELEASE);
 	r->m.armed[i] = false;
-	model_new_page(r, i);
 	r->ev[EV_RESTORE]++;
 	/* A restore writes the whole page: kvmclock writes it again when it updates. */
 	r->m.clock[i] = false;
@@ -788,9 +1077,17 @@ static bool map_access(struct run *r, const struct op *o, bool write)
 					    m->present[i] ? "freed" : "allocated");
 			continue;
 		}
-		if (write) {
+		/* uffd: a registered mapping's fault is the handler's to fill. */
+		bool hole = !m->present[i];
+
+		if (r->registered && !uffd_settle(r, o))
+			return false;
+		if (!r->registered)
 			model_fault(r, i);
+		if (write) {
 			memset(p, o->val, page);
+			if (r->registered && !uffd_expect(r, o, i, hole))
+				return false;
 			m->val[i] = o->val;
 			m->clock[i] = false;	/* clock_bytes() covers kvmclock's page now */
 		} else {
@@ -798,7 +1095,8 @@ static bool map_access(struct run *r, const struct op *o, bool write)
 			volatile uint8_t first = p[0];
 
 			(void)first;
-			model_fault(r, i);
+			if (r->registered && !uffd_expect(r, o, i, hole))
+				return false;
 			if (!check_page(r, o, i))
 				return false;
 		}
@@ -936,7 +1234,10 @@ static void clock_leaves(struct run *r)
 /* kvmclock at page @k of the memslot, written by KVM before this returns. */
 static bool set_clock(struct run *r, const struct op *o, int k)
 {
-	int e = gmem_set_kvmclock(&r->vm, SLOT_GPA + (uint64_t)k * page);
+	int e;
+
+	r->clock_fill = r->slot_off + k;
+	e = gmem_set_kvmclock(&r->vm, SLOT_GPA + (uint64_t)k * page);
 
 	clock_leaves(r);
 
@@ -1105,6 +1406,10 @@ static bool recreate(struct run *r, const struct op *o)
 	}
 	if (!r->shared && !map_file(r, NULL))
 		return fail(r, o, "mmap: %s", strerror(errno));
+	/* A new file: no registration of it yet, windows again. */
+	r->uffd_seen = false;
+	if (!uffd_mapped(r, o))
+		return false;
 	/* swprot: at the same file offset, so that page i stays gfn i's. */
 	r->slot_off = r->shared ? 0 : o->first;
 	e = set_slot(r, true, false);
@@ -1247,7 +1552,7 @@ static bool do_op(struct run *r, struct op *o)
 		memset(m->vma_policy, -1, sizeof(m->vma_policy));
 		if (!map_file(r, r->map))
 			return fail(r, o, "mmap: %s", strerror(errno));
-		return true;
+		return uffd_mapped(r, o);
 	case RANDOM:
 	case NORMAL:
 		if (madvise(r->map, NPAGES * page, o->kind == RANDOM ? MADV_RANDOM : MADV_NORMAL))
@@ -1286,6 +1591,8 @@ static bool do_op(struct run *r, struct op *o)
 	case SHWRITE:
 		shared_write(r, o);
 		return true;
+	case UFFD_REG:
+		return uffd_set(r, o, !r->registered);
 	default:
 		return fail(r, o, "unknown operation");
 	}
@@ -1390,6 +1697,18 @@ static bool setup(struct run *r, char *why, size_t whylen)
 		snprintf(why, whylen, "mmap: %s", strerror(errno));
 		return false;
 	}
+	if (r->fk == FK_UFFD) {
+		if (!uffd_start(r, why, whylen))
+			return false;
+		e = uffd_register(r->uffd, r->map, NPAGES * page,
+				  UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR, NULL);
+		if (e) {
+			snprintf(why, whylen, "UFFDIO_REGISTER(MISSING | MINOR) of the mapping: %s%s",
+				 strerror(-e), e == -EINVAL ? " (kvm.ko without its uffd operations?)" : "");
+			return false;
+		}
+		r->registered = r->uffd_seen = true;
+	}
 	e = set_slot(r, true, false);
 	if (e) {
 		snprintf(why, whylen, "the guest_memfd memslot: %s", strerror(-e));
@@ -1404,6 +1723,7 @@ static bool setup(struct run *r, char *why, size_t whylen)
 /* The mappings, the file and the VM of a run, gone: what setup() made. */
 static void teardown(struct run *r)
 {
+	uffd_stop(r);
 	unpin(r);
 	if (r->map)
 		munmap(r->map, NPAGES * page);
@@ -1487,8 +1807,10 @@ static int fsx_run_gen(uint64_t seed, long ops, enum file_kind fk, int gen, char
 		return KSFT_FAIL;
 	}
 	*r = (struct run){ .seed = seed, .rng = seed ? seed : 1, .ops = ops, .fk = fk, .gen = gen,
-			   .ndm = fk == FK_NDM || fk == FK_NDM_FAILZAP || fk == FK_SWPROT, .fd = -1, .clock_slot = -1, .pin_fd = -1,
-			   .pin_page = -1, .why = why, .whylen = whylen,
+			   .ndm = fk == FK_NDM || fk == FK_NDM_FAILZAP || fk == FK_SWPROT || fk == FK_UFFD,
+			   .fd = -1, .clock_slot = -1, .pin_fd = -1, .pin_page = -1,
+			   .uffd = -1, .uffd_stop = { -1, -1 }, .clock_fill = -1,
+			   .why = why, .whylen = whylen,
 			   .vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 } };
 	memset(r->m.policy, -1, sizeof(r->m.policy));
 	memset(r->m.vma_policy, -1, sizeof(r->m.vma_policy));
@@ -1531,10 +1853,10 @@ static int fsx_run_gen(uint64_t seed, long ops, enum file_kind fk, int gen, char
 		if (verbose)
 			ksft_print_msg("#%ld %s pages %d-%d value %#x\n", o->nr, kind_name[o->kind],
 				       o->first, o->first + o->n - 1, o->val);
-		if (!do_op(r, o))
+		if (!do_op(r, o) || !uffd_settle(r, o))
 			goto out;
 		sync_clock(r);
-		if (probe_each && (!probe(r, o) || !probe_policies(r, o)))
+		if (probe_each && (!probe(r, o) || !probe_policies(r, o) || !uffd_settle(r, o)))
 			goto out;
 	}
 	/* The end state, once more. */
@@ -1602,10 +1924,11 @@ static const struct {
 	{ 179186039080825ULL, 546, FK_NDM_FAILZAP, 0 },
 };
 static bool offered[NR_FILE_KINDS];
-static const char *const not_offered[NR_FILE_KINDS] = {
+static const char *not_offered[NR_FILE_KINDS] = {
 	[FK_NDM] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 	[FK_NDM_FAILZAP] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 	[FK_SWPROT] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
+	[FK_UFFD] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 };
 
 static int fixed(enum file_kind fk, char *why, size_t whylen)
@@ -1661,6 +1984,11 @@ static int fixed_ndm_failzap(char *why, size_t whylen)
 static int fixed_swprot(char *why, size_t whylen)
 {
 	return fixed(FK_SWPROT, why, whylen);
+}
+
+static int fixed_uffd(char *why, size_t whylen)
+{
+	return fixed(FK_UFFD, why, whylen);
 }
 
 /*
@@ -1955,6 +2283,10 @@ static int soak(void)
 	return 0;
 }
 
+static int (*const fixed_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
+	fixed_plain, fixed_ndm, fixed_inplace, fixed_ndm_failzap, fixed_swprot, fixed_uffd,
+};
+
 static const struct gmem_case cases[] = {
 	{ "plain file: fixed seeds, every read and probe as the model says", fixed_plain },
 	{ "NO_DIRECT_MAP file: fixed seeds, windows and direct map counted as the model says",
@@ -1965,6 +2297,8 @@ static const struct gmem_case cases[] = {
 	  fixed_ndm_failzap },
 	{ "SW_PROTECTED VM, NO_DIRECT_MAP private memory: fixed seeds, vCPU windows of one kind as the model says",
 	  fixed_swprot },
+	{ "userfaultfd on a NO_DIRECT_MAP file: fixed seeds, every MISSING and MINOR event as the model says",
+	  fixed_uffd },
 	{ "a random seed on each file kind offered", random_seed },
 	{ "threads: 3 threads and a vCPU on a plain file, memory back to its baseline", threads_plain },
 	{ "threads: 3 threads and a vCPU on a NO_DIRECT_MAP file, every page out of the direct map, memory back to its baseline",
@@ -1983,11 +2317,12 @@ int main(int argc, char **argv)
 	uint64_t seed = 0;
 	long ops = OPS;
 	bool replay = false, ops_given = false;
+	const char *only_cases = NULL;	/* -c KIND */
 	char why[512] = "";
 	int kvm, opt;
 
 	page = getpagesize();
-	while ((opt = getopt(argc, argv, "s:n:k:vpt:j:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:k:vpt:j:g:c:")) != -1) {
 		switch (opt) {
 		case 's':
 			seed = strtoull(optarg, NULL, 0);
@@ -2021,16 +2356,19 @@ int main(int argc, char **argv)
 			}
 			threads_replay = true;
 			break;
+		case 'c':
+			only_cases = optarg;
+			__attribute__((fallthrough));	/* -c names a file kind */
 		case 'k':
 			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
 				;
 			if (fk == NR_FILE_KINDS) {
-				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap or swprot\n");
+				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap, swprot or uffd\n");
 				return 2;
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c KIND\n", argv[0]);
 			return 2;
 		}
 	}
@@ -2051,6 +2389,10 @@ int main(int argc, char **argv)
 	offered[FK_INPLACE] = access(GMEM_IN_PLACE_PARAM, W_OK) == 0;
 	offered[FK_NDM_FAILZAP] = offered[FK_NDM];
 	offered[FK_SWPROT] = offered[FK_NDM];
+	/* userfaultfd on guest_memfd needs mm's interface: the shim kernel's. */
+	offered[FK_UFFD] = offered[FK_NDM] && gmem_kernel_exports("handle_userfault") == 1;
+	if (offered[FK_NDM] && !offered[FK_UFFD])
+		not_offered[FK_UFFD] = "this kernel has no userfaultfd for guest_memfd (mm-shim 0008/0009)";
 	if (!offered[FK_INPLACE])
 		ksft_exit_fail_msg("our modules without kvm.gmem_in_place_conversion\n");
 	/*
@@ -2093,6 +2435,13 @@ int main(int argc, char **argv)
 	}
 	if (soak_seconds > 0)
 		return soak();
+	/* -c KIND: that kind's fixed seeds alone (a must-fail run's case). */
+	if (only_cases) {
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			if (cases[i].fn == fixed_fn[fk])
+				run_cases(&cases[i], 1);
+		return 0;
+	}
 	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
 	return 0;
 }

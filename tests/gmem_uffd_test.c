@@ -13,7 +13,6 @@
  * shim kernel (it exports handle_userfault() to kvm) our modules must accept
  * it: a refusal there is a FAIL.
  */
-#include <linux/userfaultfd.h>
 #include <linux/mempolicy.h>
 #include <poll.h>
 #include <pthread.h>
@@ -21,6 +20,7 @@
 #include <sys/wait.h>
 
 #include "gmem_test.h"
+#include "gmem_uffd.h"
 #include "gmem_userfault.h"
 
 #define NPAGES		64
@@ -31,38 +31,6 @@
 static long page;
 static int kvm_fd;
 static bool kernel_has_uffd;	/* the shim kernel: handle_userfault() exported */
-
-static int uffd_open(char *why, size_t whylen)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-	int fd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-
-	if (fd < 0) {
-		snprintf(why, whylen, "userfaultfd(): %s", strerror(errno));
-		return -1;
-	}
-	if (ioctl(fd, UFFDIO_API, &api)) {
-		snprintf(why, whylen, "UFFDIO_API: %s", strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* UFFDIO_REGISTER of [@p, @p + @len) in @mode: 0 or -errno; *@ioctls. */
-static int uffd_register(int uffd, volatile void *p, size_t len, __u64 mode, __u64 *ioctls)
-{
-	struct uffdio_register reg = {
-		.range = { .start = (unsigned long)p, .len = len },
-		.mode = mode,
-	};
-
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
-		return -errno;
-	if (ioctls)
-		*ioctls = reg.ioctls;
-	return 0;
-}
 
 /* A userfaultfd with [@p, @p + @len) registered in @mode: the fd, or -1 with @why. */
 static int uffd_open_on(volatile void *p, size_t len, __u64 mode, const char *what,
@@ -78,22 +46,6 @@ static int uffd_open_on(volatile void *p, size_t len, __u64 mode, const char *wh
 	snprintf(why, whylen, "UFFDIO_REGISTER(%s): %s", what, strerror(-e));
 	close(uffd);
 	return -1;
-}
-
-static int uffd_copy(int uffd, volatile void *dst, const void *src, size_t len)
-{
-	struct uffdio_copy c = {
-		.dst = (unsigned long)dst, .src = (unsigned long)src, .len = len,
-	};
-
-	return ioctl(uffd, UFFDIO_COPY, &c) ? -errno : 0;
-}
-
-static int uffd_continue(int uffd, volatile void *dst, size_t len)
-{
-	struct uffdio_continue c = { .range = { .start = (unsigned long)dst, .len = len } };
-
-	return ioctl(uffd, UFFDIO_CONTINUE, &c) ? -errno : 0;
 }
 
 /* Skip the cases that need mm's interface where the kernel lacks it. */
