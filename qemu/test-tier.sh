@@ -178,9 +178,11 @@ if [ ${#lists[@]} -gt 0 ] && grep -q '^gmem_linux_boot_test' "$stage/list"; then
 	cp "$("$here/stock-kernel.sh")/vmlinuz" "$stage/boot-vmlinuz"
 fi
 if { [ "${REGRESSION:-1}" = 0 ] || [ -n "${ONLY:-}" ]; } && [ -f "$stage/list" ]; then
-	# A subset of the tier's programs: only their rules apply.
-	awk 'NR == FNR { if ($1 !~ /^#/ && NF) ran[$1] = 1; next }
-	     /^[ \t]*(#|$)/ || $1 in ran || $1 == "modules"' "$stage/list" "$top/tests/expect/$tier$suffix" >"$stage/expect"
+	# A subset of the tier's programs: only their rules apply (not their
+	# skip rules when ONLY_ARGS chose some of their cases).
+	awk -v some="${ONLY_ARGS:-}" 'NR == FNR { if ($1 !~ /^#/ && NF) ran[$1] = 1; next }
+	     /^[ \t]*(#|$)/ || ($1 in ran && !(some != "" && $2 == "skip")) || $1 == "modules"' \
+		"$stage/list" "$top/tests/expect/$tier$suffix" >"$stage/expect"
 	# Case lists are checked only for the programs that ran, and not when
 	# ONLY_ARGS chose some of their cases.
 	rm -f "$stage/expect.cases"

@@ -168,8 +168,8 @@ must_fail() {
 
 # fsx_mutant NAME TIER KIND FILE PERL PATTERN: a defect the exerciser must
 # find (gmem_fsx alone, in TIER, the fixed seeds of file kind KIND alone:
-# gmem_fsx -c KIND), FILE of build/src changed by PERL, PATTERN among the
-# summary's problems.
+# gmem_fsx -c KIND; KIND threads-K: the threads case of kind K), FILE of
+# build/src changed by PERL, PATTERN among the summary's problems.
 fsx_mutant() {
 	local name=$1 tier=$2 kind=$3 file=$4 perl=$5 pattern=$6 obj
 	obj="$top/build/obj/mutant-$name-$kver"
@@ -185,7 +185,7 @@ mutants=("$@")
 			 ndm-vcpu-one-page gpc-unbind-keeps-cache vcpu-map-ignores-userfault
 			 fsx-gpc-restore fsx-conversion-ignores-pins fsx-ndm-window-into-punched
 			 fsx-ndm-vcpu-one-page fsx-ndm-failed-zap-stays-up-to-date
-			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window)
+			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window fsx-threads-private-readable)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -378,6 +378,13 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		fsx_mutant fsx-uffd-vcpu-window shim uffd virt/kvm/guest_memfd.c \
 			's/if \(kvm_is_userfault_memslot\(slot\) \|\| READ_ONCE\(gmem->userfault_seen\) \|\|/if (kvm_is_userfault_memslot(slot) ||/' \
 'gmem_fsx: "userfaultfd on a NO_DIRECT_MAP file: fixed seeds, .*" FAILED: uffd file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is in the file, the model says a hole|touching page [0-9]+ \(a hole: one MISSING event\) raised 1 userfaultfd events, one MINOR on page [0-9]+|[0-9]+ pages out of the direct map, the file has [0-9]+)'
+		;;
+	fsx-threads-private-readable)
+		# Both checks of the host's fault, before and under the folio
+		# lock: the threads' end state must find a private page readable.
+		fsx_mutant fsx-threads-private-readable stock threads-inplace virt/kvm/guest_memfd.c \
+			's/if \(!kvm_gmem_offset_is_shared\(vmf->vma->vm_file, vmf->pgoff\)\)/if (0)/g' \
+'gmem_fsx: "threads: 3 threads and a vCPU on an in-place file, .*" FAILED: inplace file, seed [0-9]+: page [0-9]+ is private after the threads, but the host can read it'
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

@@ -185,6 +185,7 @@ must_fail_step "ours without vCPU userfault exits" no-vcpu-userfault
 must_fail_step "KVM's mappings ignore userfault" kvm-maps-ignore-userfault
 must_fail_step "the exerciser: kvmclock's pfn cache in a restore" fsx-gpc-restore
 must_fail_step "the exerciser: a conversion ignores a pin" fsx-conversion-ignores-pins
+must_fail_step "the exerciser's threads: a private page the host can read" fsx-threads-private-readable
 end_steps
 # The shim tier (gmem programs only, no timed selftests) with the steps that
 # need nothing from it: the arm64 tier (its own TCG guest, KVM selftests

@@ -1992,14 +1992,17 @@ static int fixed_uffd(char *why, size_t whylen)
 }
 
 /*
- * The concurrency mode (-j THREADS; a case per file kind offered, plain and
- * ndm): THREADS threads run random host operations on overlapping ranges of
- * one file (writes and reads through the mapping, pwrite(), fallocate(),
- * punch, MADV_RANDOM/NORMAL) while the main thread's vCPU reads the memslot.
+ * The concurrency mode (-j THREADS; a case per file kind offered, plain,
+ * ndm and inplace): THREADS threads run random host operations on
+ * overlapping ranges of one file (writes and reads through the mapping,
+ * pwrite(), fallocate(), punch, MADV_RANDOM/NORMAL; in the inplace kind
+ * the first thread converts ranges instead and the others' accesses may
+ * SIGBUS) while the main thread's vCPU reads the memslot.
  * Values race, so no read is checked against a model; what must hold
  * whatever the interleaving is checked once the threads are done: every
- * syscall succeeded, every vCPU round finished, every page the file has is
- * out of the direct map (NO_DIRECT_MAP), and with the file and the VM gone
+ * syscall succeeded, every vCPU round finished, a page the conversions
+ * left private SIGBUSes on the host's read and a shared one reads, every
+ * page the file has is out of the direct map (NO_DIRECT_MAP), and with the file and the VM gone
  * the direct map count, kvm's vmap() aliases and MemAvailable are back
  * where they were (a splat fails the tier's run).
  */
@@ -2015,7 +2018,46 @@ struct worker {
 	char why[256];
 	bool failed;
 	pthread_t tid;
+	int nr;			/* inplace: worker 0 converts, the others touch */
+	long converted, eagain, sigbus;
 };
+
+/*
+ * inplace: what worker 0's conversions left, page by page (a conversion
+ * that fails with EAGAIN changes nothing): once the threads are done, a
+ * private page must SIGBUS on the host's read, a shared one read.
+ */
+static bool threads_private[NPAGES];
+
+/* The in-place kind's thread operations: each may SIGBUS on a private page. */
+static const char *worker_inplace_op(struct worker *w, int kind, int first, int n)
+{
+	struct run *r = w->r;
+	uint64_t err = 0;
+	int e;
+
+	if (w->nr == 0) {
+		bool to = kind & 1;
+
+		e = gmem_set_attrs(r->fd, (uint64_t)first * page, (uint64_t)n * page,
+				   to ? KVM_MEMORY_ATTRIBUTE_PRIVATE : 0, &err);
+		if (e == -EAGAIN) {
+			w->eagain++;
+			return NULL;
+		}
+		if (e) {
+			errno = -e;
+			return to ? "conversion to private" : "conversion to shared";
+		}
+		for (int i = first; i < first + n; i++)
+			threads_private[i] = to;
+		w->converted++;
+		return NULL;
+	}
+	for (int i = first; i < first + n && kind < 60; i++)
+		w->sigbus += gmem_sigbus(r->map + (long)i * page, kind < 30);
+	return NULL;
+}
 
 static int workers_left;	/* the main thread's vCPU reads until it is 0 */
 
@@ -2040,15 +2082,19 @@ static void *worker_main(void *arg)
 		size_t len = (size_t)n * page;
 		const char *what = NULL;
 
-		if (kind < 30) {
+		if (r->fk == FK_INPLACE && (w->nr == 0 || kind < 60)) {
+			what = worker_inplace_op(w, kind, first, n);
+		} else if (kind < 30) {
 			memset(p, val, len);
 		} else if (kind < 60) {
 			for (int i = 0; i < n; i++)
 				(void)*(volatile uint8_t *)(p + (long)i * page);
 		} else if (kind < 75) {
 			memset(w->buf, val, len);
-			if (pwrite(r->fd, w->buf, len, off) != (ssize_t)len)
-				what = "pwrite";
+			/* inplace: no write(); fallocate() instead. */
+			if (r->fk == FK_INPLACE ? fallocate(r->fd, FALLOC_FL_KEEP_SIZE, off, len) :
+			    pwrite(r->fd, w->buf, len, off) != (ssize_t)len)
+				what = r->fk == FK_INPLACE ? "fallocate" : "pwrite";
 		} else if (kind < 85) {
 			if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, off, len))
 				what = "fallocate";
@@ -2096,10 +2142,11 @@ static int fsx_threads(uint64_t seed, long ops, enum file_kind fk, int nthreads,
 	}
 	if (!setup(r, why, whylen))
 		goto out;
+	memset(threads_private, 0, sizeof(threads_private));
 	__atomic_store_n(&workers_left, nthreads, __ATOMIC_RELEASE);
 	for (int t = 0; t < nthreads; t++) {
 		w[t] = (struct worker){ .r = r, .rng = (seed ^ (0x9e3779b97f4a7c15ULL * (t + 1))) | 1,
-					.ops = ops, .buf = malloc(MAXRUN * page) };
+					.ops = ops, .buf = malloc(MAXRUN * page), .nr = t };
 		if (!w[t].buf || pthread_create(&w[t].tid, NULL, worker_main, &w[t])) {
 			snprintf(why, whylen, "starting thread %d", t);
 			/* The ones that never started are not waited for. */
@@ -2138,7 +2185,17 @@ join:
 			goto out;
 		}
 	}
-	/* Quiet now: every page the file has is out of the direct map. */
+	/* Quiet now: a private page is the guest's alone. */
+	for (int i = 0; i < NPAGES && r->fk == FK_INPLACE; i++) {
+		if (gmem_sigbus(r->map + (long)i * page, false) != threads_private[i]) {
+			snprintf(why, whylen, "%s file, seed %llu: page %d is %s after the threads, but the host %s read it",
+				 file_kind_name[fk], (unsigned long long)seed, i,
+				 threads_private[i] ? "private" : "shared",
+				 threads_private[i] ? "can" : "cannot");
+			goto out;
+		}
+	}
+	/* ... and every page the file has is out of the direct map. */
 	got = gmem_cached_pages(r->fd, 0, NPAGES * page);
 	if (r->ndm) {
 		out = gmem_counter(NDM_FOLIOS) - base;
@@ -2151,6 +2208,15 @@ join:
 	ret = KSFT_PASS;
 	snprintf(why, whylen, "seed %llu: %d threads x %ld operations, %ld vCPU rounds, %s file (%ld pages at the end)",
 		 (unsigned long long)seed, nthreads, ops, rounds, file_kind_name[fk], got);
+	if (r->fk == FK_INPLACE) {
+		long sigbus = 0;
+
+		for (int t = 1; t < nthreads; t++)
+			sigbus += w[t].sigbus;
+		snprintf(why + strlen(why), whylen - strlen(why),
+			 "; %ld conversions, %ld EAGAIN, %ld host SIGBUS",
+			 w[0].converted, w[0].eagain, sigbus);
+	}
 out:
 	for (int t = 0; t < started; t++)
 		pthread_join(w[t].tid, NULL);
@@ -2210,6 +2276,11 @@ static int threads_plain(char *why, size_t whylen)
 static int threads_ndm(char *why, size_t whylen)
 {
 	return threads_case(FK_NDM, why, whylen);
+}
+
+static int threads_inplace(char *why, size_t whylen)
+{
+	return threads_case(FK_INPLACE, why, whylen);
 }
 
 /* A seed of this run's own: a failure names it, and it replays. */
@@ -2287,6 +2358,10 @@ static int (*const fixed_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
 	fixed_plain, fixed_ndm, fixed_inplace, fixed_ndm_failzap, fixed_swprot, fixed_uffd,
 };
 
+static int (*const threads_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
+	[FK_PLAIN] = threads_plain, [FK_NDM] = threads_ndm, [FK_INPLACE] = threads_inplace,
+};
+
 static const struct gmem_case cases[] = {
 	{ "plain file: fixed seeds, every read and probe as the model says", fixed_plain },
 	{ "NO_DIRECT_MAP file: fixed seeds, windows and direct map counted as the model says",
@@ -2303,6 +2378,8 @@ static const struct gmem_case cases[] = {
 	{ "threads: 3 threads and a vCPU on a plain file, memory back to its baseline", threads_plain },
 	{ "threads: 3 threads and a vCPU on a NO_DIRECT_MAP file, every page out of the direct map, memory back to its baseline",
 	  threads_ndm },
+	{ "threads: 3 threads and a vCPU on an in-place file, one converting, private pages unreadable by the host, memory back to its baseline",
+	  threads_inplace },
 };
 
 static void restore_params(void)
@@ -2317,7 +2394,8 @@ int main(int argc, char **argv)
 	uint64_t seed = 0;
 	long ops = OPS;
 	bool replay = false, ops_given = false;
-	const char *only_cases = NULL;	/* -c KIND */
+	const char *only_cases = NULL;	/* -c [threads-]KIND */
+	bool only_threads = false;
 	char why[512] = "";
 	int kvm, opt;
 
@@ -2358,6 +2436,9 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			only_cases = optarg;
+			/* -c threads-KIND: that kind's threads case. */
+			only_threads = !strncmp(optarg, "threads-", 8);
+			optarg += only_threads ? 8 : 0;
 			__attribute__((fallthrough));	/* -c names a file kind */
 		case 'k':
 			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
@@ -2368,7 +2449,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c KIND\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c [threads-]KIND\n", argv[0]);
 			return 2;
 		}
 	}
@@ -2435,10 +2516,13 @@ int main(int argc, char **argv)
 	}
 	if (soak_seconds > 0)
 		return soak();
-	/* -c KIND: that kind's fixed seeds alone (a must-fail run's case). */
+	/*
+	 * -c KIND: that kind's fixed seeds alone, -c threads-KIND its threads
+	 * case (a must-fail run's one case).
+	 */
 	if (only_cases) {
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-			if (cases[i].fn == fixed_fn[fk])
+			if (cases[i].fn == (only_threads ? threads_fn[fk] : fixed_fn[fk]))
 				run_cases(&cases[i], 1);
 		return 0;
 	}
