@@ -23,7 +23,7 @@
 #   ONLY='A B'      run only these programs of the tier's lists (and judge
 #                   only their rules), e.g. ONLY=gmem_numa_test
 #   ONLY_ARGS='...' with ONLY: arguments for those programs, e.g. a must-fail
-#                   run's one case of gmem_fsx (-c CASE-PREFIX)
+#                   run's one case of gmem_fsx (-c [threads-]KIND)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)

@@ -472,18 +472,18 @@ static bool map_file(struct run *r, uint8_t *at)
 		    r->fd, 0) != MAP_FAILED;
 }
 
-/*
- * uffd: the handler thread. Each event is logged first, then served: a
- * MINOR one by UFFDIO_CONTINUE, a MISSING one by UFFDIO_COPY of a page of
- * the snapshot value (UFFDIO_ZEROPAGE for 0); a failed fill wakes the
- * faulting thread, which faults again. The main thread checks the log.
- */
 /* What a MISSING event on page @i is filled with. */
 static uint8_t uffd_fill_value(const struct run *r, int i)
 {
 	return i == r->clock_fill ? 0 : r->snap[i];
 }
 
+/*
+ * uffd: the handler thread. Each event is logged first, then served: a
+ * MINOR one by UFFDIO_CONTINUE, a MISSING one by UFFDIO_COPY of a page of
+ * the snapshot value (UFFDIO_ZEROPAGE for 0); a failed fill wakes the
+ * faulting thread, which faults again. The main thread checks the log.
+ */
 static void *uffd_handler(void *arg)
 {
 	struct run *r = arg;
@@ -504,6 +504,7 @@ static void *uffd_handler(void *arg)
 		uint8_t *at = (uint8_t *)(uintptr_t)(msg.arg.pagefault.address & ~(page - 1));
 		long i = (at - r->map) / page;
 		int n = __atomic_load_n(&r->log_len, __ATOMIC_RELAXED), e;
+		uint8_t val;
 		struct uffd_event ev = {
 			.page = at >= r->map && i < NPAGES ? (int)i : -1,
 			.minor = msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR,
@@ -517,10 +518,10 @@ static void *uffd_handler(void *arg)
 			e = -EFAULT;
 		else if (ev.minor)
 			e = uffd_continue(r->uffd, at, page);
-		else if (!uffd_fill_value(r, i))
+		else if (!(val = uffd_fill_value(r, i)))
 			e = uffd_zeropage(r->uffd, at, page);
 		else {
-			memset(r->uffd_src, uffd_fill_value(r, i), page);
+			memset(r->uffd_src, val, page);
 			e = uffd_copy(r->uffd, at, r->uffd_src, page);
 		}
 		if (e)
@@ -642,12 +643,17 @@ static bool uffd_settle(struct run *r, const struct op *o)
 	return true;
 }
 
+/* The whole mapping registered for MISSING and MINOR faults: 0 or -errno. */
+static int uffd_register_map(struct run *r)
+{
+	return uffd_register(r->uffd, r->map, NPAGES * page,
+			     UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR, NULL);
+}
+
 /* Register the mapping with userfaultfd, MISSING and MINOR, or unregister it. */
 static bool uffd_set(struct run *r, const struct op *o, bool on)
 {
-	int e = on ? uffd_register(r->uffd, r->map, NPAGES * page,
-				   UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR, NULL) :
-		     uffd_unregister(r->uffd, r->map, NPAGES * page);
+	int e = on ? uffd_register_map(r) : uffd_unregister(r->uffd, r->map, NPAGES * page);
 
 	if (e)
 		return fail(r, o, "UFFDIO_%sREGISTER: %s", on ? "" : "UN", strerror(-e));
@@ -1700,8 +1706,7 @@ static bool setup(struct run *r, char *why, size_t whylen)
 	if (r->fk == FK_UFFD) {
 		if (!uffd_start(r, why, whylen))
 			return false;
-		e = uffd_register(r->uffd, r->map, NPAGES * page,
-				  UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR, NULL);
+		e = uffd_register_map(r);
 		if (e) {
 			snprintf(why, whylen, "UFFDIO_REGISTER(MISSING | MINOR) of the mapping: %s%s",
 				 strerror(-e), e == -EINVAL ? " (kvm.ko without its uffd operations?)" : "");
@@ -2089,13 +2094,12 @@ static void *worker_main(void *arg)
 		} else if (kind < 60) {
 			for (int i = 0; i < n; i++)
 				(void)*(volatile uint8_t *)(p + (long)i * page);
-		} else if (kind < 75) {
+		} else if (kind < 75 && r->fk != FK_INPLACE) {
 			memset(w->buf, val, len);
-			/* inplace: no write(); fallocate() instead. */
-			if (r->fk == FK_INPLACE ? fallocate(r->fd, FALLOC_FL_KEEP_SIZE, off, len) :
-			    pwrite(r->fd, w->buf, len, off) != (ssize_t)len)
-				what = r->fk == FK_INPLACE ? "fallocate" : "pwrite";
+			if (pwrite(r->fd, w->buf, len, off) != (ssize_t)len)
+				what = "pwrite";
 		} else if (kind < 85) {
+			/* inplace: no write(), so fallocate() from 60 on. */
 			if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, off, len))
 				what = "fallocate";
 		} else if (kind < 97) {
