@@ -27,7 +27,7 @@ table() {
 	awk '
 	function cell(v) { gsub(/\|/, "\\|", v); return v }
 	function flags(v) {
-		return v == 11 ? "MMAP | INIT_SHARED | WRITE" : v == 3 ? "MMAP | INIT_SHARED" : v == 1 ? "MMAP" : v
+		return v == 27 ? "MMAP | INIT_SHARED | WRITE | HUGEPAGE" : v == 11 ? "MMAP | INIT_SHARED | WRITE" : v == 3 ? "MMAP | INIT_SHARED" : v == 1 ? "MMAP" : v
 	}
 	function add(abi, row, v) {
 		if (!(row in seen)) { seen[row] = 1; order[++n] = row }

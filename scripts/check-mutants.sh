@@ -32,6 +32,9 @@
 #   gpc-unbind-keeps-cache shim tier, gmem_ndm_test, our kvm.ko whose unbinding
 #                    of a gmem-only memslot leaves its pfn caches valid
 #                    (kvmclock goes on writing the file after a memslot swap)
+#   huge-order-0     stock tier, gmem_huge_test, our kvm.ko that offers and
+#                    accepts GUEST_MEMFD_FLAG_HUGEPAGE but allocates 4 KiB
+#                    folios (each case names the mapping size it misses)
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
@@ -185,7 +188,8 @@ mutants=("$@")
 			 ndm-vcpu-one-page gpc-unbind-keeps-cache vcpu-map-ignores-userfault
 			 fsx-gpc-restore fsx-conversion-ignores-pins fsx-ndm-window-into-punched
 			 fsx-ndm-vcpu-one-page fsx-ndm-failed-zap-stays-up-to-date
-			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window fsx-threads-private-readable)
+			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window fsx-threads-private-readable
+			 huge-order-0)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -385,6 +389,18 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		fsx_mutant fsx-threads-private-readable stock threads-inplace virt/kvm/guest_memfd.c \
 			's/if \(!kvm_gmem_offset_is_shared\(vmf->vma->vm_file, vmf->pgoff\)\)/if (0)/g' \
 'gmem_fsx: "threads: 3 threads and a vCPU on an in-place file, .*" FAILED: inplace file, seed [0-9]+: page [0-9]+ is private after the threads, but the host can read it'
+		;;
+	huge-order-0)
+		# GUEST_MEMFD_FLAG_HUGEPAGE still offered and accepted, every
+		# folio 4 KiB: the cases must name the mapping size they miss.
+		mutate huge-order-0 virt/kvm/guest_memfd.c 's/\treturn PMD_ORDER;/\treturn 0;/' || continue
+		must_fail huge-order-0 stock ours \
+'gmem_huge_test: "host_maps_pmd" FAILED: FilePmdMapped: 0 kB of the 8192 kB mapping, expected all
+gmem_huge_test: "vcpu_maps_2m" FAILED: touching 3584 pages took [0-9]+ vCPU faults \(at most 16 expected\) and left 0 2 MiB mappings
+gmem_huge_test: "punch_splits_one_folio" FAILED: the first 2 MiB is no longer one PMD-mapped folio \(FilePmdMapped 0 kB\)
+gmem_huge_test: "numa_policy_per_folio" FAILED: .* in a small folio, expected node [01] in a 2 MiB one
+gmem_huge_test: "memcg_charge_and_fallback" FAILED: 0 bytes of file_thp charged' -- \
+			ONLY=gmem_huge_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-order-0-$kver"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

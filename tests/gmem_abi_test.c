@@ -63,9 +63,10 @@
 #define MMAP	GUEST_MEMFD_FLAG_MMAP
 #define INIT	GUEST_MEMFD_FLAG_INIT_SHARED
 #define WRITE	GUEST_MEMFD_FLAG_WRITE
+#define HUGE	GUEST_MEMFD_FLAG_HUGEPAGE
 #define NPAGES	4
 /* Cases per ABI setting: /dev/kvm has 2. */
-#define DEFAULT_VM_CASES	11
+#define DEFAULT_VM_CASES	12
 #define SWPROT_CASES		10
 
 static int kvm_fd;
@@ -169,6 +170,7 @@ static const char *flag_names(unsigned long long flags)
 	case MMAP:		return "MMAP";
 	case INIT:		return "INIT_SHARED";
 	case MMAP | INIT:	return "MMAP | INIT_SHARED";
+	case MMAP | INIT | HUGE: return "MMAP | INIT_SHARED | HUGEPAGE";
 	default:		return "?";
 	}
 }
@@ -372,20 +374,21 @@ static void run_abi(bool mainline, bool have_swprot)
 	set_mainline(mainline);
 
 	snprintf(who, sizeof(who), "%s /dev/kvm", abi);
-	check_flags_cap(kvm_fd, who, MMAP | INIT | WRITE | ndm);
+	check_flags_cap(kvm_fd, who, MMAP | INIT | WRITE | HUGE | ndm);
 	check_v7_cap(kvm_fd, who, !mainline);
 
 	snprintf(who, sizeof(who), "%s default VM", abi);
 	vm = create_vm(0);
-	check_flags_cap(vm, who, MMAP | INIT | WRITE | ndm);
+	check_flags_cap(vm, who, MMAP | INIT | WRITE | HUGE | ndm);
 	check_gmem_cap(vm, who);
 	check_v7_cap(vm, who, 0);
 	check_v7_cap_not_enabled(vm, who);
-	check_bad_flags(vm, who, MMAP | INIT | WRITE | ndm);
+	check_bad_flags(vm, who, MMAP | INIT | WRITE | HUGE | ndm);
 	check_file(vm, who, 0, &not_mappable);
 	check_file(vm, who, INIT, &not_mappable);
 	check_file(vm, who, MMAP, &private);
 	check_file(vm, who, MMAP | INIT, &shared);
+	check_file(vm, who, MMAP | INIT | HUGE, &shared);
 	check_bind(vm, who, 0, -EINVAL);
 	close(vm);
 	/* One memslot per VM at GPA 0: a fresh VM for the second bind. */

@@ -1792,36 +1792,7 @@ out:
 	return r;
 }
 
-#define CGROUP		"/sys/fs/cgroup"
-#define TEST_CGROUP	CGROUP "/gmem_ndm_test"
-
-/* The "file" line of @cg's memory.stat, in bytes, or -1. */
-static long cgroup_file_bytes(const char *cg)
-{
-	char path[128], line[128];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/memory.stat", cg);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "file %ld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
-/* Move this process to cgroup @cg. */
-static bool cgroup_enter(const char *cg)
-{
-	char path[128], pid[16];
-
-	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	return gmem_write_file(path, pid);
-}
+#define TEST_CGROUP	GMEM_CGROUP "/gmem_ndm_test"
 
 /*
  * Every page a NO_DIRECT_MAP guest_memfd takes is charged to the memory
@@ -1837,16 +1808,13 @@ static int pages_are_charged_to_the_faulting_cgroup(char *why, size_t whylen)
 	r = need_flag_and_probe(why, whylen);
 	if (r != KSFT_PASS)
 		return r;
-	if (access(CGROUP "/cgroup.controllers", F_OK))
-		mount("cgroup2", CGROUP, "cgroup2", 0, NULL);
-	if (!gmem_write_file(CGROUP "/cgroup.subtree_control", "+memory") ||
-	    (mkdir(TEST_CGROUP, 0755) && errno != EEXIST) || !cgroup_enter(TEST_CGROUP)) {
+	if (!gmem_cgroup_enter_new(TEST_CGROUP)) {
 		snprintf(why, whylen, "cannot set up a memory cgroup at %s: %s", TEST_CGROUP,
 			 strerror(errno));
 		return KSFT_FAIL;
 	}
 	base = gmem_counter(NDM_FOLIOS);
-	charged_before = cgroup_file_bytes(TEST_CGROUP);
+	charged_before = gmem_cgroup_stat(TEST_CGROUP, "file");
 	for (n = 0; n < 4 && r == KSFT_PASS; n++) {
 		r = gfile_open(&g[n], kvm_fd, 0, SHARED | NDM, 4 * page, why, whylen);
 		if (r == KSFT_PASS)
@@ -1858,7 +1826,7 @@ static int pages_are_charged_to_the_faulting_cgroup(char *why, size_t whylen)
 	 * of updates, or every 2 s: give the flush up to 10 s.
 	 */
 	for (int i = 0; i < 10; i++) {
-		charged = cgroup_file_bytes(TEST_CGROUP) - charged_before;
+		charged = gmem_cgroup_stat(TEST_CGROUP, "file") - charged_before;
 		if (taken * page <= charged)
 			break;
 		sleep(1);
@@ -1870,8 +1838,7 @@ static int pages_are_charged_to_the_faulting_cgroup(char *why, size_t whylen)
 	}
 	while (n--)
 		gfile_close(&g[n]);
-	cgroup_enter(CGROUP);
-	rmdir(TEST_CGROUP);
+	gmem_cgroup_leave(TEST_CGROUP);
 	return r;
 }
 

@@ -34,6 +34,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -65,6 +66,13 @@
 /* Provisional (the proposed direct map removal series): src/virt/0024, docs/abi.md. */
 #ifndef GUEST_MEMFD_FLAG_NO_DIRECT_MAP
 #define GUEST_MEMFD_FLAG_NO_DIRECT_MAP	(1ULL << 2)
+#endif
+/* Provisional (this series' own, the page size as the hugetlb series): src/virt/0032, docs/abi.md. */
+#ifndef GUEST_MEMFD_FLAG_HUGEPAGE
+#define GUEST_MEMFD_FLAG_HUGEPAGE	(1ULL << 4)
+#define GUEST_MEMFD_HUGE_SHIFT		58
+#define GUEST_MEMFD_HUGE_MASK		(0x3fULL << GUEST_MEMFD_HUGE_SHIFT)
+#define GUEST_MEMFD_HUGE_2MB		(21ULL << GUEST_MEMFD_HUGE_SHIFT)
 #endif
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
@@ -477,6 +485,55 @@ static inline bool gmem_has_mm_hook(void)
 		found = strstr(line, " guestmem_register_free_ops") != NULL;
 	fclose(f);
 	return found;
+}
+
+#define GMEM_CGROUP	"/sys/fs/cgroup"
+
+/* The @key line of memory cgroup @cg's memory.stat, in bytes, or -1. */
+static inline long gmem_cgroup_stat(const char *cg, const char *key)
+{
+	char path[128], line[128], name[64];
+	long v = -1, val;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/memory.stat", cg);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (v < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %ld", name, &val) == 2 && !strcmp(name, key))
+			v = val;
+	fclose(f);
+	return v;
+}
+
+/* Move this process to cgroup @cg. */
+static inline bool gmem_cgroup_enter(const char *cg)
+{
+	char path[128], pid[16];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	return gmem_write_file(path, pid);
+}
+
+/*
+ * Make @cg, a memory cgroup under the root (cgroup2 mounted if it is not),
+ * and move this process into it; false (errno set) if that cannot be done.
+ */
+static inline bool gmem_cgroup_enter_new(const char *cg)
+{
+	if (access(GMEM_CGROUP "/cgroup.controllers", F_OK))
+		mount("cgroup2", GMEM_CGROUP, "cgroup2", 0, NULL);
+	return gmem_write_file(GMEM_CGROUP "/cgroup.subtree_control", "+memory") &&
+	       (!mkdir(cg, 0755) || errno == EEXIST) && gmem_cgroup_enter(cg);
+}
+
+/* Back to the root cgroup, and @cg removed (once nothing is charged to it). */
+static inline void gmem_cgroup_leave(const char *cg)
+{
+	gmem_cgroup_enter(GMEM_CGROUP);
+	rmdir(cg);
 }
 
 /* Seconds on CLOCK_MONOTONIC. */

@@ -1,0 +1,694 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem_huge_test: GUEST_MEMFD_FLAG_HUGEPAGE, the shared memory of a
+ * guest_memfd in 2 MiB folios (src/virt/0032; provisional ABI, docs/huge-pages.md).
+ *
+ * Every file here is MMAP | INIT_SHARED | HUGEPAGE of a default VM. A folio
+ * is "2 MiB" when /proc/kpageflags says THP of the page mapped at an address
+ * (root only: the tiers run as root); a mapping is PMD-mapped when its
+ * /proc/self/smaps entry says FilePmdMapped.
+ *
+ * Cases:
+ *   flags_offered             KVM_CAP_GUEST_MEMFD_FLAGS has the flag on
+ *                             /dev/kvm and for a default VM; not for a
+ *                             SW_PROTECTED VM, whose memory may be private.
+ *   create_rules              the page size field: 2 MiB or none; anything
+ *                             else, or the field without the flag, EINVAL;
+ *                             not with NO_DIRECT_MAP or WRITE (EINVAL); alone
+ *                             on a 4 KiB file, as mainline's guest_memfd_test
+ *                             creates every flag it is offered; a binding at
+ *                             an offset that is not 2 MiB aligned, EINVAL.
+ *   host_maps_pmd             an 8 MiB mapping lands 2 MiB aligned, reads
+ *                             zeroes, is all FilePmdMapped once touched, each
+ *                             2 MiB is one folio (4 more gmem_huge_folios), and
+ *                             what was written reads back.
+ *   vcpu_maps_2m              a vCPU writes a byte in each page of 14 MiB of a
+ *                             16 MiB gmem-only memslot: at most 16 faults
+ *                             (pf_taken; 3584 with 4 KiB folios) and at least 7
+ *                             2 MiB mappings (pages_2m); the host reads the
+ *                             bytes through its mapping. A page punched out of
+ *                             one 2 MiB: the vCPU's 2 MiB mapping of it is gone,
+ *                             and its next pass there is a fault per page.
+ *   punch_splits_one_folio    punching one page out of a 2 MiB folio frees that
+ *                             page only (cachestat: 1023 of 1024 cached), the
+ *                             rest keeps its data, the range is 4 KiB folios
+ *                             from then on (and a refill there one), the
+ *                             other 2 MiB stays PMD-mapped; punching all of
+ *                             the range makes it one 2 MiB folio again.
+ *   numa_policy_per_folio     mbind(MPOL_BIND) to the node this task does not
+ *                             run on puts each folio there; MPOL_INTERLEAVE
+ *                             over both nodes alternates them folio by folio.
+ *   memcg_charge_and_fallback the folios are charged to the faulting task's
+ *                             memory cgroup (file_thp); where the cgroup has no
+ *                             room for 2 MiB, the range takes a 4 KiB folio
+ *                             (gmem_huge_fallbacks + 1), and the page is there.
+ *
+ * Prints TAP. Without the flag (modules other than ours), cases SKIP or
+ * FAIL as gmem_skip_or_fail() says.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <linux/falloc.h>
+#include <linux/mempolicy.h>
+
+#include "gmem_x86_guest.h"
+
+#define SZ_2M		(2UL << 20)
+#define FLAGS		(GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED | \
+			 GUEST_MEMFD_FLAG_HUGEPAGE)
+#define HUGE_FOLIOS	GMEM_DEBUGFS "/kvm/gmem_huge_folios"
+#define HUGE_FALLBACKS	GMEM_DEBUGFS "/kvm/gmem_huge_fallbacks"
+#define KPF_THP		22
+#define TEST_CGROUP	GMEM_CGROUP "/gmem_huge_test"
+
+static long page;
+
+/* A default VM (kvm and vm fds), or a KSFT_* code other than PASS. */
+static int open_vm(int *kvm, int *vm, unsigned long type, char *why, size_t whylen)
+{
+	*vm = -1;
+	*kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (*kvm < 0) {
+		snprintf(why, whylen, "cannot open /dev/kvm: %s", strerror(errno));
+		return KSFT_SKIP;
+	}
+	if (!gmem_has_flags(*kvm, FLAGS)) {
+		snprintf(why, whylen, "no GUEST_MEMFD_FLAG_HUGEPAGE in KVM_CAP_GUEST_MEMFD_FLAGS");
+		close(*kvm);
+		return gmem_skip_or_fail();
+	}
+	*vm = ioctl(*kvm, KVM_CREATE_VM, type);
+	if (*vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(%lu): %s", type, strerror(errno));
+		close(*kvm);
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
+/* A huge file of @len bytes of @vm, mapped; NULL (why set) on failure. */
+static uint8_t *huge_map(int vm, size_t len, int *fd, char *why, size_t whylen)
+{
+	uint8_t *p;
+
+	*fd = gmem_create(vm, len, FLAGS);
+	if (*fd < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%zu, HUGEPAGE): %s", len,
+			 strerror(errno));
+		return NULL;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (p == MAP_FAILED) {
+		snprintf(why, whylen, "mmap: %s", strerror(errno));
+		close(*fd);
+		return NULL;
+	}
+	return p;
+}
+
+/* The kpageflags of the page mapped at @p, or -1. */
+static long long kpageflags_at(volatile uint8_t *p)
+{
+	uint64_t entry = 0, flags = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	bool ok;
+
+	ok = fd >= 0 && pread(fd, &entry, 8, (uintptr_t)p / page * 8) == 8;
+	if (fd >= 0)
+		close(fd);
+	/* Present, with a PFN (root only). */
+	if (!ok || !(entry >> 63) || !(entry & ((1ULL << 55) - 1)))
+		return -1;
+	fd = open("/proc/kpageflags", O_RDONLY);
+	ok = fd >= 0 && pread(fd, &flags, 8, (entry & ((1ULL << 55) - 1)) * 8) == 8;
+	if (fd >= 0)
+		close(fd);
+	return ok ? (long long)flags : -1;
+}
+
+/* Is the page at @p (touched first) part of a 2 MiB folio? -1: cannot tell. */
+static int in_huge_folio(volatile uint8_t *p)
+{
+	long long flags;
+
+	(void)gmem_read_byte(p);
+	flags = kpageflags_at(p);
+	return flags < 0 ? -1 : !!(flags & (1LL << KPF_THP));
+}
+
+/* The @key (kB) of the smaps entry of the VMA that starts at @addr, or -1. */
+static long smaps_kb(void *addr, const char *key)
+{
+	char line[256], start[32];
+	size_t klen = strlen(key);
+	bool in = false;
+	long v = -1;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return -1;
+	snprintf(start, sizeof(start), "%lx-", (unsigned long)addr);
+	while (v < 0 && fgets(line, sizeof(line), f)) {
+		if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' '))
+			in = !strncmp(line, start, strlen(start));
+		else if (in && !strncmp(line, key, klen) && line[klen] == ':')
+			v = strtol(line + klen + 1, NULL, 10);
+	}
+	fclose(f);
+	return v;
+}
+
+static int flags_offered(char *why, size_t whylen)
+{
+	int kvm, vm, r, swp;
+
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	if (!gmem_has_flags(vm, GUEST_MEMFD_FLAG_HUGEPAGE)) {
+		snprintf(why, whylen, "a default VM does not offer GUEST_MEMFD_FLAG_HUGEPAGE");
+		r = KSFT_FAIL;
+	}
+	/* Our modules have SW_PROTECTED VMs; in-place conversion is off by default. */
+	swp = ioctl(kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	if (r == KSFT_PASS && swp < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(SW_PROTECTED): %s", strerror(errno));
+		r = KSFT_FAIL;
+	} else if (r == KSFT_PASS && gmem_has_flags(swp, GUEST_MEMFD_FLAG_HUGEPAGE)) {
+		snprintf(why, whylen, "a SW_PROTECTED VM (private memory) offers GUEST_MEMFD_FLAG_HUGEPAGE");
+		r = KSFT_FAIL;
+	}
+	if (swp >= 0)
+		close(swp);
+	close(vm);
+	close(kvm);
+	return r;
+}
+
+static int create_rules(char *why, size_t whylen)
+{
+	static const struct {
+		const char *what;
+		uint64_t flags;
+		long size;
+		int err;	/* 0: must succeed */
+	} rules[] = {
+		{ "2 MiB page size", FLAGS | GUEST_MEMFD_HUGE_2MB, 4 << 20, 0 },
+		{ "no page size", FLAGS, 4 << 20, 0 },
+		{ "the flag alone, 4 KiB file", GUEST_MEMFD_FLAG_HUGEPAGE, 4096, 0 },
+		{ "a 4 KiB tail", FLAGS, (2 << 20) + 4096, 0 },
+		{ "1 MiB page size", FLAGS | (20ULL << GUEST_MEMFD_HUGE_SHIFT), 4 << 20, EINVAL },
+		{ "1 GiB page size", FLAGS | (30ULL << GUEST_MEMFD_HUGE_SHIFT), 4 << 20, EINVAL },
+		{ "page size without the flag", GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_HUGE_2MB,
+		  4 << 20, EINVAL },
+		{ "with NO_DIRECT_MAP", FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP, 4 << 20, EINVAL },
+		{ "with WRITE", FLAGS | GUEST_MEMFD_FLAG_WRITE, 4 << 20, EINVAL },
+	};
+	struct kvm_userspace_memory_region2 slot = {
+		.flags = KVM_MEM_GUEST_MEMFD, .memory_size = SZ_2M,
+		.guest_memfd_offset = SZ_2M / 2,
+	};
+	int kvm, vm, fd, r;
+
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	for (size_t i = 0; r == KSFT_PASS && i < sizeof(rules) / sizeof(rules[0]); i++) {
+		fd = gmem_create(vm, rules[i].size, rules[i].flags);
+		if (fd >= 0)
+			close(fd);
+		if ((fd >= 0) != !rules[i].err || (fd < 0 && errno != rules[i].err)) {
+			snprintf(why, whylen, "%s (flags %#llx, size %ld): %s, expected %s",
+				 rules[i].what, (unsigned long long)rules[i].flags, rules[i].size,
+				 fd >= 0 ? "created" : strerror(errno),
+				 rules[i].err ? strerror(rules[i].err) : "success");
+			r = KSFT_FAIL;
+		}
+	}
+	fd = r == KSFT_PASS ? gmem_create(vm, 4 << 20, FLAGS) : -1;
+	if (fd >= 0) {
+		slot.guest_memfd = fd;
+		if (!ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &slot) || errno != EINVAL) {
+			snprintf(why, whylen, "a binding at offset 1 MiB: %s, expected EINVAL",
+				 strerror(errno));
+			r = KSFT_FAIL;
+		}
+		close(fd);
+	}
+	close(vm);
+	close(kvm);
+	return r;
+}
+
+static int host_maps_pmd(char *why, size_t whylen)
+{
+	size_t len = 8 << 20;
+	long folios, pmd;
+	int kvm, vm, fd, r;
+	uint8_t *p;
+
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	folios = gmem_counter(HUGE_FOLIOS);
+	p = huge_map(vm, len, &fd, why, whylen);
+	if (!p) {
+		r = KSFT_FAIL;
+		goto out_vm;
+	}
+	if ((uintptr_t)p % SZ_2M) {
+		snprintf(why, whylen, "mmap() placed the mapping at %p, not 2 MiB aligned", p);
+		r = KSFT_FAIL;
+	} else if (gmem_check_zero(p, 0, len) >= 0) {
+		snprintf(why, whylen, "a new file reads non-zero at %ld",
+			 gmem_check_zero(p, 0, len));
+		r = KSFT_FAIL;
+	}
+	gmem_fill(p, 0, len, 0x31);
+	pmd = smaps_kb(p, "FilePmdMapped");
+	if (r == KSFT_PASS && pmd != (long)(len >> 10)) {
+		snprintf(why, whylen, "FilePmdMapped: %ld kB of the %zu kB mapping, expected all",
+			 pmd, len >> 10);
+		r = KSFT_FAIL;
+	}
+	for (size_t off = 0; r == KSFT_PASS && off < len; off += SZ_2M) {
+		if (in_huge_folio(p + off + 5 * page) != 1) {
+			snprintf(why, whylen, "the page at %zu is not in a 2 MiB folio (kpageflags)",
+				 off + 5 * page);
+			r = KSFT_FAIL;
+		}
+	}
+	if (r == KSFT_PASS && gmem_counter(HUGE_FOLIOS) - folios != (long)(len / SZ_2M)) {
+		snprintf(why, whylen, "gmem_huge_folios went from %ld to %ld, expected +%zu",
+			 folios, gmem_counter(HUGE_FOLIOS), len / SZ_2M);
+		r = KSFT_FAIL;
+	}
+	if (r == KSFT_PASS && gmem_check(p, 0, len, 0x31) >= 0) {
+		snprintf(why, whylen, "the data differs at %ld", gmem_check(p, 0, len, 0x31));
+		r = KSFT_FAIL;
+	}
+	munmap(p, len);
+	close(fd);
+out_vm:
+	close(vm);
+	close(kvm);
+	return r;
+}
+
+/* The VM's per-VM debugfs stat @name (pf_taken, pages_2m), or -1. */
+static long vm_stat(int vm, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), GMEM_DEBUGFS "/kvm/%d-%d/%s", getpid(), vm, name);
+	return gmem_counter(path);
+}
+
+/*
+ * 32-bit flat protected mode, no paging: a byte (%al) in each of %ecx pages
+ * from %esi, %edx apart, then OUT to port 0x10 (as --32, objdump -d):
+ *   0: mov %al,(%esi)   2: add %edx,%esi   4: dec %ecx   5: jne 0
+ *   7: out %al,$0x10    9: jmp 0
+ */
+static const uint8_t touch_code[] = {
+	0x88, 0x06, 0x01, 0xd6, 0x49, 0x75, 0xf9, 0xe6, 0x10, 0xeb, 0xf5,
+};
+
+struct vcpu {
+	int fd, size;
+	struct kvm_run *run;
+};
+
+/* vCPU 0 of @vm in 32-bit flat protected mode; KSFT_PASS or KSFT_FAIL. */
+static int vcpu_create(int kvm, int vm, struct vcpu *v, char *why, size_t whylen)
+{
+	struct kvm_segment seg = {
+		.limit = 0xffffffff, .present = 1, .db = 1, .s = 1, .g = 1,
+	};
+	struct kvm_sregs sregs;
+
+	v->fd = ioctl(vm, KVM_CREATE_VCPU, 0);
+	v->size = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	v->run = v->fd < 0 || v->size <= 0 ? MAP_FAILED :
+		 mmap(NULL, v->size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+	if (v->run == MAP_FAILED || ioctl(v->fd, KVM_GET_SREGS, &sregs)) {
+		snprintf(why, whylen, "vCPU set-up: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	seg.type = 11;		/* code: execute/read, accessed */
+	seg.selector = 8;
+	sregs.cs = seg;
+	seg.type = 3;		/* data: read/write, accessed */
+	seg.selector = 16;
+	sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = seg;
+	sregs.cr0 |= 1;		/* PE, no paging */
+	if (ioctl(v->fd, KVM_SET_SREGS, &sregs)) {
+		snprintf(why, whylen, "KVM_SET_SREGS: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
+static void vcpu_destroy(struct vcpu *v)
+{
+	if (v->run != MAP_FAILED)
+		munmap(v->run, v->size);
+	if (v->fd >= 0)
+		close(v->fd);
+}
+
+/* The guest writes 0x5a into each of @n pages from page @first. */
+static int vcpu_touch(struct vcpu *v, long first, long n, char *why, size_t whylen)
+{
+	struct kvm_regs regs = {
+		.rip = CODE_GPA, .rflags = 2, .rax = 0x5a, .rsi = first * page,
+		.rcx = n, .rdx = page,
+	};
+
+	if (ioctl(v->fd, KVM_SET_REGS, &regs)) {
+		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	for (int i = 0; i < MAX_EXITS; i++) {
+		if (ioctl(v->fd, KVM_RUN, 0) && errno != EINTR) {
+			snprintf(why, whylen, "KVM_RUN: %s", strerror(errno));
+			return KSFT_FAIL;
+		}
+		if (v->run->exit_reason == KVM_EXIT_IO && v->run->io.port == 0x10)
+			return KSFT_PASS;
+		if (v->run->exit_reason != KVM_EXIT_INTR)
+			break;
+	}
+	snprintf(why, whylen, "the guest did not finish: exit reason %u", v->run->exit_reason);
+	return KSFT_FAIL;
+}
+
+/* Does the host read 0x5a in each of @n pages from page @first of @p? */
+static bool host_sees_touch(uint8_t *p, long first, long n, char *why, size_t whylen)
+{
+	for (long i = first; i < first + n; i++) {
+		if (p[i * page] != 0x5a) {
+			snprintf(why, whylen, "the host reads %#x in page %ld, where the guest wrote 0x5a",
+				 p[i * page], i);
+			return false;
+		}
+	}
+	return true;
+}
+
+static int vcpu_maps_2m(char *why, size_t whylen)
+{
+	size_t len = 16 << 20;
+	long first = SZ_2M / page, n = len / page - first, pf, huge, hole = 2 * SZ_2M / page + 1;
+	struct kvm_userspace_memory_region2 slot = {
+		.flags = KVM_MEM_GUEST_MEMFD, .memory_size = len,
+	};
+	struct vcpu v = { .fd = -1, .run = MAP_FAILED };
+	int kvm, vm, fd, r;
+	uint8_t *p;
+
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	p = huge_map(vm, len, &fd, why, whylen);
+	if (!p) {
+		r = KSFT_FAIL;
+		goto out_vm;
+	}
+	slot.guest_memfd = fd;
+	slot.userspace_addr = (uintptr_t)p;
+	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &slot)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out_file;
+	}
+	memcpy(p + CODE_GPA, touch_code, sizeof(touch_code));
+	r = vcpu_create(kvm, vm, &v, why, whylen);
+	pf = vm_stat(vm, "pf_taken");
+	if (r == KSFT_PASS)
+		r = vcpu_touch(&v, first, n, why, whylen);
+	if (r != KSFT_PASS)
+		goto out_file;
+	pf = vm_stat(vm, "pf_taken") - pf;
+	huge = vm_stat(vm, "pages_2m");
+	ksft_print_msg("vcpu_maps_2m: %ld pages touched: %ld vCPU faults, %ld 2 MiB mappings\n",
+		       n, pf, huge);
+	if (pf < 0 || pf > 16 || huge < (long)(len / SZ_2M - 1)) {
+		snprintf(why, whylen, "touching %ld pages took %ld vCPU faults (at most 16 expected) and left %ld 2 MiB mappings (at least %zu expected)",
+			 n, pf, huge, len / SZ_2M - 1);
+		r = KSFT_FAIL;
+	} else if (!host_sees_touch(p, first, n, why, whylen)) {
+		r = KSFT_FAIL;
+	}
+	if (r != KSFT_PASS)
+		goto out_file;
+
+	/* A punched page: the vCPU maps its 2 MiB range with 4 KiB pages from then on. */
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, hole * page, page)) {
+		snprintf(why, whylen, "punching page %ld: %s", hole, strerror(errno));
+		r = KSFT_FAIL;
+		goto out_file;
+	}
+	pf = vm_stat(vm, "pf_taken");
+	r = vcpu_touch(&v, hole - 1, SZ_2M / page - 1, why, whylen);
+	if (r != KSFT_PASS)
+		goto out_file;
+	pf = vm_stat(vm, "pf_taken") - pf;
+	if (vm_stat(vm, "pages_2m") != huge - 1 || pf < (long)(SZ_2M / page) - 1) {
+		snprintf(why, whylen, "after a punch in a 2 MiB range the vCPU took %ld faults there and has %ld 2 MiB mappings, expected a fault per page and %ld",
+			 pf, vm_stat(vm, "pages_2m"), huge - 1);
+		r = KSFT_FAIL;
+	} else if (!host_sees_touch(p, hole - 1, SZ_2M / page - 1, why, whylen)) {
+		r = KSFT_FAIL;
+	}
+out_file:
+	vcpu_destroy(&v);
+	munmap(p, len);
+	close(fd);
+out_vm:
+	close(vm);
+	close(kvm);
+	return r;
+}
+
+static int punch_splits_one_folio(char *why, size_t whylen)
+{
+	size_t len = 4 << 20;
+	long hole = SZ_2M + page, cached, folios;
+	int kvm, vm, fd, r;
+	uint8_t *p;
+
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	p = huge_map(vm, len, &fd, why, whylen);
+	if (!p) {
+		r = KSFT_FAIL;
+		goto out_vm;
+	}
+	gmem_fill(p, 0, len, 0x47);
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, hole, page)) {
+		snprintf(why, whylen, "punching page %ld: %s", hole / page, strerror(errno));
+		r = KSFT_FAIL;
+		goto out_file;
+	}
+	cached = gmem_cached_pages(fd, 0, len);
+	if (cached != (long)(len / page) - 1) {
+		snprintf(why, whylen, "%ld pages cached after punching one of %zu, expected %zu",
+			 cached, len / page, len / page - 1);
+		r = KSFT_FAIL;
+	} else if (gmem_check(p, 0, hole, 0x47) >= 0 ||
+		   gmem_check(p, hole + page, len, 0x47) >= 0) {
+		snprintf(why, whylen, "the data around the hole changed");
+		r = KSFT_FAIL;
+	} else if (gmem_check_zero(p, hole, hole + page) >= 0) {
+		snprintf(why, whylen, "the punched page does not read zero");
+		r = KSFT_FAIL;
+	} else if (in_huge_folio(p + hole) != 0 || in_huge_folio(p + hole + page) != 0) {
+		snprintf(why, whylen, "the punched range is still (or again) a 2 MiB folio");
+		r = KSFT_FAIL;
+	} else if (in_huge_folio(p) != 1 || smaps_kb(p, "FilePmdMapped") != 2048) {
+		snprintf(why, whylen, "the first 2 MiB is no longer one PMD-mapped folio (FilePmdMapped %ld kB)",
+			 smaps_kb(p, "FilePmdMapped"));
+		r = KSFT_FAIL;
+	}
+	if (r != KSFT_PASS)
+		goto out_file;
+
+	folios = gmem_counter(HUGE_FOLIOS);
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, SZ_2M, SZ_2M)) {
+		snprintf(why, whylen, "punching the second 2 MiB: %s", strerror(errno));
+		r = KSFT_FAIL;
+	} else if (in_huge_folio(p + hole) != 1 ||
+		   gmem_counter(HUGE_FOLIOS) != folios + 1) {
+		snprintf(why, whylen, "all of a split range punched and touched again is not one 2 MiB folio (gmem_huge_folios %ld -> %ld)",
+			 folios, gmem_counter(HUGE_FOLIOS));
+		r = KSFT_FAIL;
+	}
+out_file:
+	munmap(p, len);
+	close(fd);
+out_vm:
+	close(vm);
+	close(kvm);
+	return r;
+}
+
+static long sys_mbind(void *addr, unsigned long len, int mode, unsigned long mask)
+{
+	/* mbind() uses maxnode - 1 bits of the mask. */
+	return syscall(__NR_mbind, addr, len, mode, &mask, 65, 0);
+}
+
+/* The node of the page at @p (touched first), or -1. */
+static int node_of(volatile uint8_t *p)
+{
+	void *pages[1] = { (void *)p };
+	int node = -1;
+
+	(void)gmem_read_byte(p);
+	if (syscall(__NR_move_pages, 0, 1, pages, NULL, &node, 0))
+		return -1;
+	return node;
+}
+
+static int numa_policy_per_folio(char *why, size_t whylen)
+{
+	size_t len = 8 << 20;
+	int kvm, vm, fd, r, cpu, want, node;
+	cpu_set_t all_cpus;
+	uint8_t *p;
+
+	if (read_online_nodes() < 2) {
+		snprintf(why, whylen, "one memory node: boot the guest with NUMA=2");
+		return KSFT_SKIP;
+	}
+	cpu = first_cpu_of(0);
+	if (cpu < 0) {
+		snprintf(why, whylen, "node 0 has no CPU");
+		return KSFT_FAIL;
+	}
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	sched_getaffinity(0, sizeof(all_cpus), &all_cpus);
+	pin_cpu(cpu);
+	p = huge_map(vm, len, &fd, why, whylen);
+	if (!p) {
+		r = KSFT_FAIL;
+		goto out_vm;
+	}
+	/* The first 4 MiB bound to node 1 (not this CPU's), the rest interleaved. */
+	if (sys_mbind(p, len / 2, MPOL_BIND, 2) ||
+	    sys_mbind(p + len / 2, len / 2, MPOL_INTERLEAVE, 3)) {
+		snprintf(why, whylen, "mbind: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out_file;
+	}
+	for (size_t off = 0; r == KSFT_PASS && off < len; off += SZ_2M / 2) {
+		/* Interleaving counts folios from the start of the file. */
+		want = off < len / 2 ? 1 : (int)(off / SZ_2M) % 2;
+		node = node_of(p + off + 3 * page);
+		if (node != want || in_huge_folio(p + off) != 1) {
+			snprintf(why, whylen, "the page at %zu (%s) is on node %d in a %s folio, expected node %d in a 2 MiB one",
+				 off + 3 * page, off < len / 2 ? "MPOL_BIND 1" : "MPOL_INTERLEAVE",
+				 node, in_huge_folio(p + off) == 1 ? "2 MiB" : "small", want);
+			r = KSFT_FAIL;
+		}
+	}
+out_file:
+	munmap(p, len);
+	close(fd);
+out_vm:
+	sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
+	close(vm);
+	close(kvm);
+	return r;
+}
+
+static int memcg_charge_and_fallback(char *why, size_t whylen)
+{
+	size_t len = 8 << 20;
+	long thp = -1, current = -1, fallbacks;
+	char max[32], path[128];
+	int kvm, vm, fd, r;
+	uint8_t *p;
+
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	if (!gmem_cgroup_enter_new(TEST_CGROUP)) {
+		snprintf(why, whylen, "cannot set up a memory cgroup at %s: %s", TEST_CGROUP,
+			 strerror(errno));
+		r = KSFT_FAIL;
+		goto out_vm;
+	}
+	p = huge_map(vm, len, &fd, why, whylen);
+	if (!p) {
+		r = KSFT_FAIL;
+		goto out_cg;
+	}
+	/* memory.stat is flushed every 2 s, or past a threshold of updates. */
+	gmem_fill(p, 0, len / 2, 0x19);
+	for (int i = 0; i < 10 && thp < (long)len / 2; i++) {
+		thp = gmem_cgroup_stat(TEST_CGROUP, "file_thp");
+		if (thp < (long)len / 2)
+			sleep(1);
+	}
+	if (thp < (long)len / 2) {
+		snprintf(why, whylen, "%ld bytes of file_thp charged to the cgroup that touched %zu",
+			 thp, len / 2);
+		r = KSFT_FAIL;
+		goto out_file;
+	}
+
+	/* Room for 1 MiB more: the next 2 MiB range must take 4 KiB folios. */
+	snprintf(path, sizeof(path), "%s/memory.current", TEST_CGROUP);
+	current = gmem_counter(path);
+	snprintf(max, sizeof(max), "%ld", current + (1 << 20));
+	snprintf(path, sizeof(path), "%s/memory.max", TEST_CGROUP);
+	fallbacks = gmem_counter(HUGE_FALLBACKS);
+	if (current < 0 || !gmem_write_file(path, max)) {
+		snprintf(why, whylen, "cannot limit the cgroup to %s bytes: %s", max,
+			 strerror(errno));
+		r = KSFT_FAIL;
+	} else if (gmem_sigbus(p + len / 2, true) || in_huge_folio(p + len / 2) != 0 ||
+		   gmem_counter(HUGE_FALLBACKS) != fallbacks + 1 ||
+		   gmem_cached_pages(fd, len / 2, SZ_2M) != 1) {
+		snprintf(why, whylen, "at the cgroup's limit a touch of a hole took %s folio, gmem_huge_fallbacks %ld -> %ld, %ld pages cached in its 2 MiB",
+			 in_huge_folio(p + len / 2) ? "a 2 MiB" : "a 4 KiB",
+			 fallbacks, gmem_counter(HUGE_FALLBACKS),
+			 gmem_cached_pages(fd, len / 2, SZ_2M));
+		r = KSFT_FAIL;
+	}
+	gmem_write_file(path, "max");
+out_file:
+	munmap(p, len);
+	close(fd);
+out_cg:
+	gmem_cgroup_leave(TEST_CGROUP);
+out_vm:
+	close(vm);
+	close(kvm);
+	return r;
+}
+
+int main(void)
+{
+	static const struct gmem_case cases[] = {
+		{ "flags_offered", flags_offered },
+		{ "create_rules", create_rules },
+		{ "host_maps_pmd", host_maps_pmd },
+		{ "vcpu_maps_2m", vcpu_maps_2m },
+		{ "punch_splits_one_folio", punch_splits_one_folio },
+		{ "numa_policy_per_folio", numa_policy_per_folio },
+		{ "memcg_charge_and_fallback", memcg_charge_and_fallback },
+	};
+
+	page = sysconf(_SC_PAGESIZE);
+	gmem_sigbus_setup();
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]));
+}
