@@ -51,6 +51,9 @@
 #   fsx-ndm-failed-zap-stays-up-to-date shim tier, write() leaves a page it
 #                    failed to take out of the direct map up to date, so a
 #                    fault maps it there
+#   fsx-huge-order-0 stock tier, 2 MiB folios allocated 4 KiB (as huge-order-0)
+#   fsx-huge-policy-by-page stock tier, a 2 MiB folio placed by the policy of
+#                    the page touched, not of its first page
 #   fsx-vcpu-window-ignores-private shim tier, a vCPU's NO_DIRECT_MAP window
 #                    in a SW_PROTECTED VM that does not stop where the
 #                    private attribute changes (issue 39, 6)
@@ -189,7 +192,7 @@ mutants=("$@")
 			 fsx-gpc-restore fsx-conversion-ignores-pins fsx-ndm-window-into-punched
 			 fsx-ndm-vcpu-one-page fsx-ndm-failed-zap-stays-up-to-date
 			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window fsx-threads-private-readable
-			 huge-order-0)
+			 huge-order-0 fsx-huge-order-0 fsx-huge-policy-by-page)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -389,6 +392,18 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		fsx_mutant fsx-threads-private-readable stock threads-inplace virt/kvm/guest_memfd.c \
 			's/if \(!kvm_gmem_offset_is_shared\(vmf->vma->vm_file, vmf->pgoff\)\)/if (0)/g' \
 'gmem_fsx: "threads: 3 threads and a vCPU on an in-place file, .*" FAILED: inplace file, seed [0-9]+: page [0-9]+ is private after the threads, but the host can read it'
+		;;
+	fsx-huge-order-0)
+		# The exerciser's huge kind: a touch allocates one page, not its 2 MiB.
+		fsx_mutant fsx-huge-order-0 stock huge virt/kvm/guest_memfd.c 's/\treturn PMD_ORDER;/\treturn 0;/' \
+'gmem_fsx: "2 MiB folios \(HUGEPAGE\): fixed seeds, .*" FAILED: huge file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): page [0-9]+ is not in the file, the model says there'
+		;;
+	fsx-huge-policy-by-page)
+		# A 2 MiB folio placed by the policy of the page that was
+		# touched, not of its first page.
+		fsx_mutant fsx-huge-policy-by-page stock huge virt/kvm/guest_memfd.c \
+			's/kvm_gmem_policy_alloc\(&gmem->policy, start, PMD_ORDER, gfp\)/kvm_gmem_policy_alloc(\&gmem->policy, index, PMD_ORDER, gfp)/' \
+'gmem_fsx: "2 MiB folios \(HUGEPAGE\): fixed seeds, .*" FAILED: huge file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): page [0-9]+ is on node [0-9]+, want node [0-9]+'
 		;;
 	huge-order-0)
 		# GUEST_MEMFD_FLAG_HUGEPAGE still offered and accepted, every

@@ -186,6 +186,9 @@ must_fail_step "KVM's mappings ignore userfault" kvm-maps-ignore-userfault
 must_fail_step "the exerciser: kvmclock's pfn cache in a restore" fsx-gpc-restore
 must_fail_step "the exerciser: a conversion ignores a pin" fsx-conversion-ignores-pins
 must_fail_step "the exerciser's threads: a private page the host can read" fsx-threads-private-readable
+must_fail_step "2 MiB folios allocated 4 KiB" huge-order-0
+must_fail_step "the exerciser: 2 MiB folios allocated 4 KiB" fsx-huge-order-0
+must_fail_step "the exerciser: a 2 MiB folio placed by its touched page's policy" fsx-huge-policy-by-page
 end_steps
 # The shim tier (gmem programs only, no timed selftests) with the steps that
 # need nothing from it: the arm64 tier (its own TCG guest, KVM selftests

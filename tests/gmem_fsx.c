@@ -56,7 +56,15 @@
  * the model, which the fill then updates; operations register and
  * unregister the mapping, map it again or make a new file with or without
  * a registration, and a KVM Userfault exit is restored through the mapping;
- * once a mapping of a file was registered no fault allocates a window).
+ * once a mapping of a file was registered no fault allocates a window),
+ * huge (a default VM's MMAP | INIT_SHARED | HUGEPAGE file of 4 MiB, two
+ * 2 MiB folios: a touch of a hole whose 2 MiB is all a hole allocates all
+ * of it, zeroed, where the policy of its first page says; a punch of part
+ * of a folio splits it, and its 2 MiB keeps 4 KiB folios until all of it
+ * is punched (a punch whose value has bit 0x40 set punches a whole 2 MiB);
+ * no write(), so no KVM Userfault; the memslot at a 2 MiB offset; a 2 MiB
+ * the allocator could not give, counted by gmem_huge_fallbacks, is read
+ * back as 4 KiB folios).
  * Without arguments: TAP cases, fixed seeds and one random seed (printed)
  * per kind offered; -j THREADS, the concurrency mode (fsx_threads()).
  *
@@ -77,6 +85,10 @@
 #include "gmem_x86_guest.h"
 
 #define NPAGES		256	/* in one page table: a window never crosses one */
+#define HUGE_NPAGES	1024	/* the huge kind: two 2 MiB folios */
+#define MAX_PAGES	HUGE_NPAGES	/* the model's arrays */
+#define HUGE_RANGE	512	/* pages of a 2 MiB folio */
+#define HUGE_FALLBACKS	GMEM_DEBUGFS "/kvm/gmem_huge_fallbacks"
 #define MAXRUN		16	/* pages an operation covers at most */
 #define HISTORY		50
 #define NDM_FOLIOS	GMEM_DEBUGFS "/kvm/gmem_ndm_folios"
@@ -89,13 +101,13 @@
 #define SLOT_GPA	0x4000	/* the memslot over the file: what real mode reaches */
 #define SLOT_PAGES	12
 #define MAX_SERVES	8	/* userfault exits one vCPU read may take */
-#define UFFD_LOG	(NPAGES + 2 * MAXRUN)	/* events between two checks: a probe reads every page */
+#define UFFD_LOG	(MAX_PAGES + 2 * MAXRUN)	/* events between two checks: a probe reads every page */
 
 enum file_kind {
-	FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, FK_SWPROT, FK_UFFD, NR_FILE_KINDS
+	FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, FK_SWPROT, FK_UFFD, FK_HUGE, NR_FILE_KINDS
 };
 static const char *const file_kind_name[NR_FILE_KINDS] = {
-	"plain", "ndm", "inplace", "ndm-failzap", "swprot", "uffd",
+	"plain", "ndm", "inplace", "ndm-failzap", "swprot", "uffd", "huge",
 };
 
 enum op_kind {
@@ -132,6 +144,14 @@ static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
 	[FK_SWPROT]  = { 0, 0, 0, 10, 3, 0, 0, 0, 10, 39, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 24, 12 },
 	/* uffd-register: register (odd value) or unregister the mapping. */
 	[FK_UFFD]    = { 14, 14, 8, 7, 10, 3, 2, 2, 8, 12, 3, 3, 5, 0, 0, 0, 2, 2, 2, 0, 0, 0, 3 },
+	/*
+	 * 2 MiB folios: no write() (not offered with them), so no KVM Userfault
+	 * either (a restore is a write()); a punch whose value has bit 0x40
+	 * set punches all of its 2 MiB, which makes the next touch allocate a
+	 * 2 MiB folio again; rebind and recreate put the memslot at a 2 MiB
+	 * offset, as the binding of such a file must be.
+	 */
+	[FK_HUGE]    = { 17, 16, 0, 10, 14, 3, 2, 2, 9, 15, 4, 3, 0, 0, 0, 0, 3, 0, 2, 0 },
 };
 
 /* The state of an op's first page before it, for the coverage counts. */
@@ -142,7 +162,8 @@ enum event {
 	EV_UF_EXIT, EV_CLOCK_EXIT, EV_RESTORE, EV_VCPU_HOLE, EV_VCPU_PRIVATE, EV_WINDOW,
 	EV_PRIVATE_SIGBUS, EV_EAGAIN, EV_CONVERTED, EV_CLOCK_ALLOC, EV_REMOTE, EV_FAILED_ZAP,
 	EV_STALE_USED, EV_VCPU_WRITE, EV_SECOND_MAP, EV_CHILD_READ, EV_UFFD_MISSING,
-	EV_UFFD_ZERO, EV_UFFD_MINOR, EV_UFFD_RESTORE, EV_UFFD_CLOCK, NR_EVENTS
+	EV_UFFD_ZERO, EV_UFFD_MINOR, EV_UFFD_RESTORE, EV_UFFD_CLOCK, EV_HUGE_FOLIO,
+	EV_HUGE_SPLIT, EV_HUGE_FALLBACK, NR_EVENTS
 };
 
 static const char *const event_name[NR_EVENTS] = {
@@ -154,6 +175,7 @@ static const char *const event_name[NR_EVENTS] = {
 	"reads through a second mapping", "reads in a forked child",
 	"userfaultfd MISSING events", "of them filled by UFFDIO_ZEROPAGE", "MINOR events",
 	"KVM Userfault restores through userfaultfd", "MISSING events of kvmclock",
+	"2 MiB folios", "split by a punch", "2 MiB wanted, 4 KiB taken (allocator)",
 };
 
 struct op {
@@ -165,22 +187,28 @@ struct op {
 
 /* What the file must be: per page, its bytes (all one value) and its state. */
 struct model {
-	uint8_t val[NPAGES];
-	bool present[NPAGES];
-	bool punched[NPAGES];	/* ever, since the file was created */
-	bool private[NPAGES];	/* inplace: converted to private */
-	bool armed[NPAGES];	/* KVM Userfault: a hole until restored */
-	bool clock[NPAGES];	/* the first PVCLOCK_SIZE bytes may be kvmclock's */
+	uint8_t val[MAX_PAGES];
+	bool present[MAX_PAGES];
+	bool punched[MAX_PAGES];	/* ever, since the file was created */
+	bool private[MAX_PAGES];	/* inplace: converted to private */
+	bool armed[MAX_PAGES];	/* KVM Userfault: a hole until restored */
+	bool clock[MAX_PAGES];	/* the first PVCLOCK_SIZE bytes may be kvmclock's */
 	/*
 	 * ndm-failzap: write() failed to take it out of the direct map. The
 	 * file has it (present), cleared, not up to date, in the direct map:
 	 * nothing maps it until a fault or a vCPU takes it out first.
 	 */
-	bool stale[NPAGES];
-	bool unstaled[NPAGES];	/* stale pages taken out since the last probe */
-	int8_t policy[NPAGES];	/* the node mbind() bound it to, or -1 */
-	int8_t vma_policy[NPAGES];	/* what this mapping's mbind() set, or -1 */
-	int8_t node[NPAGES];	/* where the page the file has must be, or -1 */
+	bool stale[MAX_PAGES];
+	bool unstaled[MAX_PAGES];	/* stale pages taken out since the last probe */
+	int8_t policy[MAX_PAGES];	/* the node mbind() bound it to, or -1 */
+	int8_t vma_policy[MAX_PAGES];	/* what this mapping's mbind() set, or -1 */
+	int8_t node[MAX_PAGES];	/* where the page the file has must be, or -1 */
+	/*
+	 * huge: per 2 MiB of the file, one 2 MiB folio now (huge), or 4 KiB
+	 * folios until all of it is a hole again, since a punch split it or
+	 * the allocator had no 2 MiB page (split).
+	 */
+	bool huge[MAX_PAGES / HUGE_RANGE], split[MAX_PAGES / HUGE_RANGE];
 	bool random;		/* MADV_RANDOM on the mapping */
 };
 
@@ -217,14 +245,14 @@ struct run {
 	int uffd, uffd_stop[2];
 	pthread_t uffd_thread;
 	bool uffd_thread_up, registered, uffd_seen;
-	uint8_t snap[NPAGES];
+	uint8_t snap[MAX_PAGES];
 	/*
 	 * kvmclock's page (set before KVM is told): KVM's update and a vCPU's
 	 * fault race to fill it, the one with UFFDIO_ZEROPAGE, the other with a
 	 * zeroed page, so that either order leaves what the model says.
 	 */
 	int clock_fill;
-	bool vcpu_filled[NPAGES];	/* by a vCPU's fault since the last check */
+	bool vcpu_filled[MAX_PAGES];	/* by a vCPU's fault since the last check */
 	uint8_t *uffd_src;
 	struct uffd_event {
 		int page;	/* -1: outside the mapping */
@@ -276,6 +304,7 @@ static const uint8_t writer_code[] = {
 };
 
 static long page;
+static int npages = NPAGES;	/* of this run's file: NPAGES, HUGE_NPAGES for the huge kind */
 static long soak_seconds;	/* -t: random seeds until this many seconds passed */
 static bool verbose;		/* -v: print every operation as it runs */
 static bool probe_each;		/* -p: probe after every operation (replays) */
@@ -362,8 +391,8 @@ static int model_window_end(struct run *r, int i, int limit)
 	end = (i + WINDOW) / WINDOW * WINDOW;
 	if (end > limit)
 		end = limit;
-	if (end > NPAGES)
-		end = NPAGES;
+	if (end > npages)
+		end = npages;
 	for (int j = i + 1; j < end; j++) {
 		/* A vCPU's window holds pages of its fault's kind only. */
 		if (m->punched[j] || m->present[j] || m->private[j] != m->private[i])
@@ -372,11 +401,88 @@ static int model_window_end(struct run *r, int i, int limit)
 	return end;
 }
 
-/* A new page @i of the file: where its policy, or the local node, puts it. */
+/* The first page of the 2 MiB of the file around page @i. */
+static int huge_start(int i)
+{
+	return i / HUGE_RANGE * HUGE_RANGE;
+}
+
+/* Is all of the 2 MiB around page @i a hole? */
+static bool huge_range_empty(const struct run *r, int i)
+{
+	for (int j = huge_start(i); j < huge_start(i) + HUGE_RANGE; j++)
+		if (r->m.present[j])
+			return false;
+	return true;
+}
+
+/*
+ * A new page @i of the file: where its policy, or the local node, puts it.
+ * The huge kind: where all of its 2 MiB is a hole and not split, the page
+ * comes with all of it, one folio where the policy of its first page puts
+ * it (zeroed: the caller writes page @i's value).
+ */
 static void model_new_page(struct run *r, int i)
 {
+	int start = huge_start(i);
+
+	if (r->fk == FK_HUGE && !r->m.split[start / HUGE_RANGE] && huge_range_empty(r, i)) {
+		for (int j = start; j < start + HUGE_RANGE; j++) {
+			r->m.present[j] = true;
+			r->m.val[j] = 0;
+			r->m.node[j] = r->m.policy[start] >= 0 ? r->m.policy[start] : local_node;
+		}
+		r->m.huge[start / HUGE_RANGE] = true;
+		r->ev[EV_HUGE_FOLIO]++;
+		return;
+	}
+	/* A page of a 2 MiB folio is there with the folio. */
+	if (r->fk == FK_HUGE && r->m.present[i])
+		return;
 	r->m.present[i] = true;
 	r->m.node[i] = r->m.policy[i] >= 0 ? r->m.policy[i] : local_node;
+}
+
+/*
+ * The allocator had no 2 MiB page for a range this operation allocated
+ * (gmem_huge_fallbacks rose): what the file has of each 2 MiB the model
+ * made a folio of during the operation is what cachestat() says, and the
+ * range is 4 KiB folios from then on. A range the file has all of was one
+ * folio after all.
+ */
+static void model_huge_fallback(struct run *r, const bool *was_huge)
+{
+	for (int k = 0; k < npages / HUGE_RANGE; k++) {
+		int start = k * HUGE_RANGE;
+
+		if (!r->m.huge[k] || was_huge[k] ||
+		    gmem_cached_pages(r->fd, (long)start * page, HUGE_RANGE * page) == HUGE_RANGE)
+			continue;
+		for (int j = start; j < start + HUGE_RANGE; j++) {
+			r->m.present[j] = gmem_cached_pages(r->fd, (long)j * page, page) == 1;
+			if (!r->m.present[j])
+				r->m.val[j] = 0;
+		}
+		r->m.huge[k] = false;
+		r->m.split[k] = true;
+		r->ev[EV_HUGE_FALLBACK]++;
+	}
+}
+
+/*
+ * Pages [@first, @end) were punched: a 2 MiB folio partly punched is split,
+ * and its 2 MiB keeps 4 KiB folios until all of it is a hole again.
+ */
+static void model_punched(struct run *r, int first, int end)
+{
+	for (int k = huge_start(first) / HUGE_RANGE; k * HUGE_RANGE < end; k++) {
+		bool empty = huge_range_empty(r, k * HUGE_RANGE);
+
+		if (r->m.huge[k] && !empty)
+			r->ev[EV_HUGE_SPLIT]++;
+		r->m.split[k] = !empty && (r->m.split[k] || r->m.huge[k]);
+		r->m.huge[k] = false;
+	}
 }
 
 static void model_allocate(struct run *r, int from, int end)
@@ -395,7 +501,7 @@ static int model_vma_end(struct run *r, int i)
 {
 	int end = i + 1;
 
-	while (end < NPAGES && r->m.vma_policy[end] == r->m.vma_policy[i])
+	while (end < npages && r->m.vma_policy[end] == r->m.vma_policy[i])
 		end++;
 	return end;
 }
@@ -450,13 +556,13 @@ static uint8_t *aligned_area(void)
 {
 	uint8_t *area, *at;
 
-	area = mmap(NULL, NPAGES * page + (2UL << 20), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	area = mmap(NULL, npages * page + (2UL << 20), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (area == MAP_FAILED)
 		return NULL;
 	at = (uint8_t *)(((uintptr_t)area + (2UL << 20) - 1) & ~((2UL << 20) - 1));
 	if (at != area)
 		munmap(area, at - area);
-	munmap(at + NPAGES * page, area + NPAGES * page + (2UL << 20) - (at + NPAGES * page));
+	munmap(at + npages * page, area + npages * page + (2UL << 20) - (at + npages * page));
 	return at;
 }
 
@@ -468,7 +574,7 @@ static bool map_file(struct run *r, uint8_t *at)
 		return false;
 	/* Again at the same address: the memslot's userspace_addr points there. */
 	r->map = at;
-	return mmap(at, NPAGES * page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+	return mmap(at, npages * page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		    r->fd, 0) != MAP_FAILED;
 }
 
@@ -506,7 +612,7 @@ static void *uffd_handler(void *arg)
 		int n = __atomic_load_n(&r->log_len, __ATOMIC_RELAXED), e;
 		uint8_t val;
 		struct uffd_event ev = {
-			.page = at >= r->map && i < NPAGES ? (int)i : -1,
+			.page = at >= r->map && i < npages ? (int)i : -1,
 			.minor = msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR,
 		};
 
@@ -646,14 +752,14 @@ static bool uffd_settle(struct run *r, const struct op *o)
 /* The whole mapping registered for MISSING and MINOR faults: 0 or -errno. */
 static int uffd_register_map(struct run *r)
 {
-	return uffd_register(r->uffd, r->map, NPAGES * page,
+	return uffd_register(r->uffd, r->map, npages * page,
 			     UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR, NULL);
 }
 
 /* Register the mapping with userfaultfd, MISSING and MINOR, or unregister it. */
 static bool uffd_set(struct run *r, const struct op *o, bool on)
 {
-	int e = on ? uffd_register_map(r) : uffd_unregister(r->uffd, r->map, NPAGES * page);
+	int e = on ? uffd_register_map(r) : uffd_unregister(r->uffd, r->map, npages * page);
 
 	if (e)
 		return fail(r, o, "UFFDIO_%sREGISTER: %s", on ? "" : "UN", strerror(-e));
@@ -675,7 +781,7 @@ static bool uffd_mapped(struct run *r, const struct op *o)
 /* A new page of snapshot values: 0 (UFFDIO_ZEROPAGE) one in eight. */
 static void uffd_new_snapshot(struct run *r)
 {
-	for (int i = 0; i < NPAGES; i++)
+	for (int i = 0; i < npages; i++)
 		r->snap[i] = rnd_below(r, 8) ? (uint8_t)(1 + rnd_below(r, 255)) : 0;
 }
 
@@ -732,12 +838,12 @@ static bool check_page(struct run *r, const struct op *o, int i)
 /* Every shared page the file has is on the node the model says (move_pages(2)). */
 static bool check_nodes(struct run *r, const struct op *o)
 {
-	void *addr[NPAGES];
-	int idx[NPAGES], status[NPAGES], n = 0;
+	void *addr[MAX_PAGES];
+	int idx[MAX_PAGES], status[MAX_PAGES], n = 0;
 
 	if (nnodes < 2 || !r->map)
 		return true;
-	for (int i = 0; i < NPAGES; i++) {
+	for (int i = 0; i < npages; i++) {
 		if (!r->m.present[i] || r->m.private[i] || r->m.node[i] < 0)
 			continue;
 		/* Mapped for move_pages(): a read of a page the file has allocates nothing. */
@@ -762,7 +868,7 @@ static bool probe(struct run *r, const struct op *o)
 {
 	long want = 0, stale = 0, got, out;
 
-	for (int i = 0; i < NPAGES; i++) {
+	for (int i = 0; i < npages; i++) {
 		if (gmem_cached_pages(r->fd, (long)i * page, page) != r->m.present[i])
 			return fail(r, o, "page %d is %s the file, the model says %s", i,
 				    r->m.present[i] ? "not in" : "in",
@@ -771,7 +877,7 @@ static bool probe(struct run *r, const struct op *o)
 		want += r->m.present[i];
 		stale += r->m.stale[i];
 	}
-	got = gmem_cached_pages(r->fd, 0, NPAGES * page);
+	got = gmem_cached_pages(r->fd, 0, npages * page);
 	if (got != want)
 		return fail(r, o, "cachestat counts %ld pages, the model %ld", got, want);
 	if (r->ndm) {
@@ -781,7 +887,7 @@ static bool probe(struct run *r, const struct op *o)
 			int n = 0;
 
 			/* The suspects: pages a failed zap left that were used since. */
-			for (int i = 0; i < NPAGES && n < (int)sizeof(pages) - 8; i++)
+			for (int i = 0; i < npages && n < (int)sizeof(pages) - 8; i++)
 				if (r->m.unstaled[i])
 					n += snprintf(pages + n, sizeof(pages) - n, " %d", i);
 			return fail(r, o, "%ld pages out of the direct map, the file has %ld (%ld left in by a failed zap%s%s)",
@@ -1026,19 +1132,19 @@ static bool other_read(struct run *r, const struct op *o)
 		if (child)
 			model_fault(r, i);
 		else
-			model_fault_in(r, i, false, NPAGES);
+			model_fault_in(r, i, false, npages);
 		want[i - o->first] = r->m.val[i];
 	}
 	r->ev[child ? EV_CHILD_READ : EV_SECOND_MAP]++;
 	if (!child) {
 		map2 = aligned_area();
 		if (map2)
-			map2 = mmap(map2, NPAGES * page, PROT_READ, MAP_SHARED | MAP_FIXED, r->fd, 0);
+			map2 = mmap(map2, npages * page, PROT_READ, MAP_SHARED | MAP_FIXED, r->fd, 0);
 		if (!map2 || map2 == MAP_FAILED)
 			return fail(r, o, "a second mapping: %s", strerror(errno));
 		bool ok = other_read_check(r, map2, o->first, o->n, want, private, msg, sizeof(msg));
 
-		munmap(map2, NPAGES * page);
+		munmap(map2, npages * page);
 		return ok ? true : fail(r, o, "through a second mapping: %s", msg);
 	}
 	if (pipe(fds))
@@ -1342,7 +1448,7 @@ static bool bind_pages(struct run *r, const struct op *o)
 		return true;
 	for (from = o->first; from > 0 && r->m.vma_policy[from - 1] < 0; from--)
 		;
-	for (to = o->first + o->n; to < NPAGES && r->m.vma_policy[to] < 0; to++)
+	for (to = o->first + o->n; to < npages && r->m.vma_policy[to] < 0; to++)
 		;
 	for (int i = from; i < to; i++)
 		r->m.policy[i] = -1;
@@ -1367,6 +1473,8 @@ static unsigned long long file_flags(const struct run *r)
 	/* swprot: private memory only, not mappable. */
 	if (r->fk == FK_SWPROT)
 		return GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
+	if (r->fk == FK_HUGE)
+		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE;
 	return r->fk == FK_INPLACE ? INPLACE_FLAGS :
 	       FLAGS | (r->ndm ? GUEST_MEMFD_FLAG_NO_DIRECT_MAP : 0);
 }
@@ -1387,7 +1495,7 @@ static bool recreate(struct run *r, const struct op *o)
 		return fail(r, o, "deleting the memslot: %s", strerror(-e));
 	__atomic_store_n(&r->bitmap, 0, __ATOMIC_RELEASE);
 	if (r->map)
-		munmap(r->map, NPAGES * page);
+		munmap(r->map, npages * page);
 	close(r->fd);
 	r->map = NULL;
 	r->fd = -1;
@@ -1395,7 +1503,7 @@ static bool recreate(struct run *r, const struct op *o)
 		return fail(r, o, "after close, %ld pages are still out of the direct map",
 			    gmem_counter(NDM_FOLIOS) - r->ndm_base);
 	/* swprot: the attributes are the VM's, over the memslot's gfns: they stay. */
-	bool private[NPAGES];
+	bool private[MAX_PAGES];
 
 	memcpy(private, r->m.private, sizeof(private));
 	memset(&r->m, 0, sizeof(r->m));
@@ -1404,7 +1512,7 @@ static bool recreate(struct run *r, const struct op *o)
 	memset(r->m.policy, -1, sizeof(r->m.policy));
 	memset(r->m.vma_policy, -1, sizeof(r->m.vma_policy));
 	memset(r->m.node, -1, sizeof(r->m.node));
-	r->fd = gmem_create(r->vm.vm, NPAGES * page, file_flags(r));
+	r->fd = gmem_create(r->vm.vm, npages * page, file_flags(r));
 	if (r->fd < 0) {
 		e = r->fd;
 		r->fd = -1;
@@ -1539,6 +1647,13 @@ static bool do_op(struct run *r, struct op *o)
 		}
 		return true;
 	case PUNCH:
+		/* huge: bit 0x40, all of the 2 MiB around the first page. */
+		if (r->fk == FK_HUGE && (o->val & 0x40)) {
+			o->first = huge_start(o->first);
+			o->n = HUGE_RANGE;
+			off = (off_t)o->first * page;
+			len = (size_t)o->n * page;
+		}
 		if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, off, len))
 			return fail(r, o, "punch hole: %s", strerror(errno));
 		for (int i = o->first; i < o->first + o->n; i++) {
@@ -1551,9 +1666,10 @@ static bool do_op(struct run *r, struct op *o)
 			if (i == r->pin_page)
 				r->pin_page = -1;
 		}
+		model_punched(r, o->first, o->first + o->n);
 		return true;
 	case REMAP:
-		munmap(r->map, NPAGES * page);
+		munmap(r->map, npages * page);
 		m->random = false;
 		memset(m->vma_policy, -1, sizeof(m->vma_policy));
 		if (!map_file(r, r->map))
@@ -1561,7 +1677,7 @@ static bool do_op(struct run *r, struct op *o)
 		return uffd_mapped(r, o);
 	case RANDOM:
 	case NORMAL:
-		if (madvise(r->map, NPAGES * page, o->kind == RANDOM ? MADV_RANDOM : MADV_NORMAL))
+		if (madvise(r->map, npages * page, o->kind == RANDOM ? MADV_RANDOM : MADV_NORMAL))
 			return fail(r, o, "madvise: %s", strerror(errno));
 		m->random = o->kind == RANDOM;
 		return true;
@@ -1620,16 +1736,20 @@ static enum op_kind pick_kind(struct run *r)
 static void pick_range(struct run *r, struct op *o)
 {
 	o->n = 1 + rnd_below(r, MAXRUN);
-	if (o->kind == REBIND || o->kind == RECREATE) {
+	if ((o->kind == REBIND || o->kind == RECREATE) && r->fk == FK_HUGE) {
+		/* A binding of a file of 2 MiB folios starts 2 MiB aligned. */
 		o->n = SLOT_PAGES;
-		o->first = rnd_below(r, NPAGES - SLOT_PAGES + 1);
+		o->first = rnd_below(r, npages / HUGE_RANGE) * HUGE_RANGE;
+	} else if (o->kind == REBIND || o->kind == RECREATE) {
+		o->n = SLOT_PAGES;
+		o->first = rnd_below(r, npages - SLOT_PAGES + 1);
 	} else if (rnd_below(r, 2) || o->kind == VCPU_READ || o->kind == ARM || o->kind == CLOCK ||
 		   o->kind == SETATTR || o->kind == SHWRITE) {
 		if (o->n > SLOT_PAGES)
 			o->n = SLOT_PAGES;
 		o->first = r->slot_off + rnd_below(r, SLOT_PAGES - o->n + 1);
 	} else {
-		o->first = rnd_below(r, NPAGES - o->n + 1);
+		o->first = rnd_below(r, npages - o->n + 1);
 	}
 	if (o->kind == FAILZAP)
 		o->n = 1;
@@ -1684,7 +1804,7 @@ static bool setup(struct run *r, char *why, size_t whylen)
 		snprintf(why, whylen, "the code memslot: %s", strerror(errno));
 		return false;
 	}
-	r->fd = gmem_create(r->vm.vm, NPAGES * page, flags);
+	r->fd = gmem_create(r->vm.vm, npages * page, flags);
 	if (r->fd < 0) {
 		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%#llx): %s", flags, strerror(-r->fd));
 		r->fd = -1;
@@ -1731,7 +1851,7 @@ static void teardown(struct run *r)
 	uffd_stop(r);
 	unpin(r);
 	if (r->map)
-		munmap(r->map, NPAGES * page);
+		munmap(r->map, npages * page);
 	r->map = NULL;
 	if (r->shared)
 		munmap(r->shared, SLOT_PAGES * page);
@@ -1755,9 +1875,10 @@ static bool probe_policies(struct run *r, const struct op *o)
 	int status;
 	void *addr;
 
-	if (r->ndm || nnodes < 2)
+	/* huge: a page allocated and punched again would split its 2 MiB. */
+	if (r->ndm || nnodes < 2 || r->fk == FK_HUGE)
 		return true;
-	for (int i = 0; i < NPAGES; i++) {
+	for (int i = 0; i < npages; i++) {
 		if (r->m.present[i] || r->m.armed[i] || r->m.private[i] || r->m.policy[i] < 0)
 			continue;
 		if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, (off_t)i * page, page))
@@ -1837,10 +1958,13 @@ static int fsx_run_gen(uint64_t seed, long ops, enum file_kind fk, int gen, char
 	 * would allocate its page at a time the model cannot know.
 	 */
 	pin_cpu(0);
+	npages = fk == FK_HUGE ? HUGE_NPAGES : NPAGES;
 	if (!setup(r, why, whylen))
 		goto out;
 	for (long nr = 0; nr < ops; nr++) {
 		struct op *o = &r->history[nr % HISTORY];
+		bool was_huge[MAX_PAGES / HUGE_RANGE];
+		long fallbacks = 0;
 
 		if (timed_out) {
 			snprintf(why, whylen, "%s file, seed %llu: timed out after %ld of %ld operations",
@@ -1858,19 +1982,25 @@ static int fsx_run_gen(uint64_t seed, long ops, enum file_kind fk, int gen, char
 		if (verbose)
 			ksft_print_msg("#%ld %s pages %d-%d value %#x\n", o->nr, kind_name[o->kind],
 				       o->first, o->first + o->n - 1, o->val);
+		if (fk == FK_HUGE) {
+			fallbacks = gmem_counter(HUGE_FALLBACKS);
+			memcpy(was_huge, r->m.huge, sizeof(was_huge));
+		}
 		if (!do_op(r, o) || !uffd_settle(r, o))
 			goto out;
 		sync_clock(r);
+		if (fk == FK_HUGE && gmem_counter(HUGE_FALLBACKS) != fallbacks)
+			model_huge_fallback(r, was_huge);
 		if (probe_each && (!probe(r, o) || !probe_policies(r, o) || !uffd_settle(r, o)))
 			goto out;
 	}
 	/* The end state, once more. */
 	{
-		struct op end = { .nr = ops, .kind = PROBE, .first = 0, .n = NPAGES };
+		struct op end = { .nr = ops, .kind = PROBE, .first = 0, .n = npages };
 
 		if (!probe(r, &end))
 			goto out;
-		for (int i = 0; i < NPAGES && r->map; i++)
+		for (int i = 0; i < npages && r->map; i++)
 			if (r->m.present[i] && !check_page(r, &end, i))
 				goto out;
 	}
@@ -1934,6 +2064,7 @@ static const char *not_offered[NR_FILE_KINDS] = {
 	[FK_NDM_FAILZAP] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 	[FK_SWPROT] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 	[FK_UFFD] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
+	[FK_HUGE] = "GUEST_MEMFD_FLAG_HUGEPAGE not offered",
 };
 
 static int fixed(enum file_kind fk, char *why, size_t whylen)
@@ -1996,6 +2127,11 @@ static int fixed_uffd(char *why, size_t whylen)
 	return fixed(FK_UFFD, why, whylen);
 }
 
+static int fixed_huge(char *why, size_t whylen)
+{
+	return fixed(FK_HUGE, why, whylen);
+}
+
 /*
  * The concurrency mode (-j THREADS; a case per file kind offered, plain,
  * ndm and inplace): THREADS threads run random host operations on
@@ -2032,7 +2168,7 @@ struct worker {
  * that fails with EAGAIN changes nothing): once the threads are done, a
  * private page must SIGBUS on the host's read, a shared one read.
  */
-static bool threads_private[NPAGES];
+static bool threads_private[MAX_PAGES];
 
 /* The in-place kind's thread operations: each may SIGBUS on a private page. */
 static const char *worker_inplace_op(struct worker *w, int kind, int first, int n)
@@ -2081,7 +2217,7 @@ static void *worker_main(void *arg)
 
 	for (long nr = 0; nr < w->ops && !timed_out; nr++) {
 		int kind = (int)(worker_rnd(w) % 100), n = 1 + (int)(worker_rnd(w) % MAXRUN);
-		int first = (int)(worker_rnd(w) % (NPAGES - n + 1));
+		int first = (int)(worker_rnd(w) % (npages - n + 1));
 		uint8_t val = (uint8_t)(1 + worker_rnd(w) % 255), *p = r->map + (long)first * page;
 		off_t off = (off_t)first * page;
 		size_t len = (size_t)n * page;
@@ -2105,7 +2241,7 @@ static void *worker_main(void *arg)
 		} else if (kind < 97) {
 			if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, off, len))
 				what = "punch hole";
-		} else if (madvise(r->map, NPAGES * page, kind & 1 ? MADV_RANDOM : MADV_NORMAL)) {
+		} else if (madvise(r->map, npages * page, kind & 1 ? MADV_RANDOM : MADV_NORMAL)) {
 			what = "madvise";
 		}
 		if (what) {
@@ -2129,6 +2265,7 @@ static int fsx_threads(uint64_t seed, long ops, enum file_kind fk, int nthreads,
 	int ret = KSFT_FAIL, started = 0;
 	char vwhy[256] = "";
 
+	npages = NPAGES;
 	if (!r || !w) {
 		snprintf(why, whylen, "out of memory");
 		goto out;
@@ -2190,7 +2327,7 @@ join:
 		}
 	}
 	/* Quiet now: a private page is the guest's alone. */
-	for (int i = 0; i < NPAGES && r->fk == FK_INPLACE; i++) {
+	for (int i = 0; i < npages && r->fk == FK_INPLACE; i++) {
 		if (gmem_sigbus(r->map + (long)i * page, false) != threads_private[i]) {
 			snprintf(why, whylen, "%s file, seed %llu: page %d is %s after the threads, but the host %s read it",
 				 file_kind_name[fk], (unsigned long long)seed, i,
@@ -2200,7 +2337,7 @@ join:
 		}
 	}
 	/* ... and every page the file has is out of the direct map. */
-	got = gmem_cached_pages(r->fd, 0, NPAGES * page);
+	got = gmem_cached_pages(r->fd, 0, npages * page);
 	if (r->ndm) {
 		out = gmem_counter(NDM_FOLIOS) - base;
 		if (out != got) {
@@ -2360,6 +2497,7 @@ static int soak(void)
 
 static int (*const fixed_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
 	fixed_plain, fixed_ndm, fixed_inplace, fixed_ndm_failzap, fixed_swprot, fixed_uffd,
+	fixed_huge,
 };
 
 static int (*const threads_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
@@ -2378,6 +2516,8 @@ static const struct gmem_case cases[] = {
 	  fixed_swprot },
 	{ "userfaultfd on a NO_DIRECT_MAP file: fixed seeds, every MISSING and MINOR event as the model says",
 	  fixed_uffd },
+	{ "2 MiB folios (HUGEPAGE): fixed seeds, a touch of a hole allocates its 2 MiB, a punch splits, as the model says",
+	  fixed_huge },
 	{ "a random seed on each file kind offered", random_seed },
 	{ "threads: 3 threads and a vCPU on a plain file, memory back to its baseline", threads_plain },
 	{ "threads: 3 threads and a vCPU on a NO_DIRECT_MAP file, every page out of the direct map, memory back to its baseline",
@@ -2448,12 +2588,12 @@ int main(int argc, char **argv)
 			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
 				;
 			if (fk == NR_FILE_KINDS) {
-				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap, swprot or uffd\n");
+				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap, swprot, uffd or huge\n");
 				return 2;
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c [threads-]KIND\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd|huge] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c [threads-]KIND\n", argv[0]);
 			return 2;
 		}
 	}
@@ -2476,6 +2616,7 @@ int main(int argc, char **argv)
 	offered[FK_SWPROT] = offered[FK_NDM];
 	/* userfaultfd on guest_memfd needs mm's interface: the shim kernel's. */
 	offered[FK_UFFD] = offered[FK_NDM] && gmem_kernel_exports("handle_userfault") == 1;
+	offered[FK_HUGE] = gmem_has_flags(kvm, INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE);
 	if (offered[FK_NDM] && !offered[FK_UFFD])
 		not_offered[FK_UFFD] = "this kernel has no userfaultfd for guest_memfd (mm-shim 0008/0009)";
 	if (!offered[FK_INPLACE])

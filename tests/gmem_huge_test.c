@@ -42,6 +42,14 @@
  *                             memory cgroup (file_thp); where the cgroup has no
  *                             room for 2 MiB, the range takes a 4 KiB folio
  *                             (gmem_huge_fallbacks + 1), and the page is there.
+ *   crossings_refused         userfaultfd registration of a mapping of such a
+ *                             file EINVAL (where the kernel has userfaultfd
+ *                             for guest_memfd, a plain file's registers: the
+ *                             flag is why); not offered to a VM that converts
+ *                             in place (kvm.gmem_in_place_conversion=1).
+ *   userfault_memslot_maps_4k a KVM_MEM_USERFAULT memslot (nothing armed) over
+ *                             such a file: a vCPU maps 4 KiB pages, a fault
+ *                             each, no 2 MiB mapping.
  *
  * Prints TAP. Without the flag (modules other than ours), cases SKIP or
  * FAIL as gmem_skip_or_fail() says.
@@ -54,6 +62,7 @@
 #include <linux/falloc.h>
 #include <linux/mempolicy.h>
 
+#include "gmem_uffd.h"
 #include "gmem_x86_guest.h"
 
 #define SZ_2M		(2UL << 20)
@@ -676,6 +685,126 @@ out_vm:
 	return r;
 }
 
+static int crossings_refused(char *why, size_t whylen)
+{
+	int kvm, vm, fd, plain = -1, uffd = -1, swp = -1, r, e;
+	bool has_uffd = gmem_kernel_exports("handle_userfault") == 1;
+	uint8_t *p, *q = MAP_FAILED;
+
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	p = huge_map(vm, SZ_2M, &fd, why, whylen);
+	if (!p) {
+		r = KSFT_FAIL;
+		goto out_vm;
+	}
+	uffd = uffd_open(why, whylen);
+	e = uffd < 0 ? 0 : uffd_register(uffd, p, SZ_2M, UFFDIO_REGISTER_MODE_MISSING, NULL);
+	if (uffd < 0 || e != -EINVAL) {
+		if (uffd >= 0)
+			snprintf(why, whylen, "UFFDIO_REGISTER of a 2 MiB-folio mapping: %s, expected EINVAL",
+				 e ? strerror(-e) : "registered");
+		r = KSFT_FAIL;
+		goto out_file;
+	}
+	/* The control: the same without the flag registers, where it can. */
+	if (has_uffd) {
+		plain = gmem_create(vm, SZ_2M, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED);
+		q = plain < 0 ? MAP_FAILED :
+		    mmap(NULL, SZ_2M, PROT_READ | PROT_WRITE, MAP_SHARED, plain, 0);
+		e = q == MAP_FAILED ? -errno :
+		    uffd_register(uffd, q, SZ_2M, UFFDIO_REGISTER_MODE_MISSING, NULL);
+		if (e) {
+			snprintf(why, whylen, "the control, a plain file's mapping, does not register: %s",
+				 strerror(-e));
+			r = KSFT_FAIL;
+			goto out_file;
+		}
+	}
+	/* A VM that converts in place has private memory: not offered. */
+	if (!gmem_write_file(GMEM_IN_PLACE_PARAM, "1")) {
+		snprintf(why, whylen, "cannot set %s", GMEM_IN_PLACE_PARAM);
+		r = KSFT_FAIL;
+		goto out_file;
+	}
+	swp = ioctl(kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	gmem_write_file(GMEM_IN_PLACE_PARAM, "0");
+	if (swp < 0 || gmem_has_flags(swp, GUEST_MEMFD_FLAG_HUGEPAGE)) {
+		snprintf(why, whylen, "a VM converting in place: %s",
+			 swp < 0 ? strerror(errno) : "offers GUEST_MEMFD_FLAG_HUGEPAGE");
+		r = KSFT_FAIL;
+	}
+out_file:
+	if (swp >= 0)
+		close(swp);
+	if (q != MAP_FAILED)
+		munmap(q, SZ_2M);
+	if (plain >= 0)
+		close(plain);
+	if (uffd >= 0)
+		close(uffd);
+	munmap(p, SZ_2M);
+	close(fd);
+out_vm:
+	close(vm);
+	close(kvm);
+	return r;
+}
+
+static int userfault_memslot_maps_4k(char *why, size_t whylen)
+{
+	size_t len = 8 << 20;
+	long first = SZ_2M / page, n = 2 * SZ_2M / page, pf;
+	static uint64_t bitmap[(8 << 20) / 4096 / 64];	/* nothing armed */
+	struct kvm_userspace_memory_region2 slot = {
+		.flags = KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, .memory_size = len,
+		.userfault_bitmap = (uintptr_t)bitmap,
+	};
+	struct vcpu v = { .fd = -1, .run = MAP_FAILED };
+	int kvm, vm, fd, r;
+	uint8_t *p;
+
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	p = huge_map(vm, len, &fd, why, whylen);
+	if (!p) {
+		r = KSFT_FAIL;
+		goto out_vm;
+	}
+	slot.guest_memfd = fd;
+	slot.userspace_addr = (uintptr_t)p;
+	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &slot)) {
+		snprintf(why, whylen, "a KVM_MEM_USERFAULT memslot: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out_file;
+	}
+	memcpy(p + CODE_GPA, touch_code, sizeof(touch_code));
+	r = vcpu_create(kvm, vm, &v, why, whylen);
+	pf = vm_stat(vm, "pf_taken");
+	if (r == KSFT_PASS)
+		r = vcpu_touch(&v, first, n, why, whylen);
+	if (r != KSFT_PASS)
+		goto out_file;
+	pf = vm_stat(vm, "pf_taken") - pf;
+	if (vm_stat(vm, "pages_2m") != 0 || pf < n) {
+		snprintf(why, whylen, "a KVM_MEM_USERFAULT memslot: %ld 2 MiB mappings and %ld faults for %ld pages, expected none and a fault per page",
+			 vm_stat(vm, "pages_2m"), pf, n);
+		r = KSFT_FAIL;
+	} else if (!host_sees_touch(p, first, n, why, whylen)) {
+		r = KSFT_FAIL;
+	}
+out_file:
+	vcpu_destroy(&v);
+	munmap(p, len);
+	close(fd);
+out_vm:
+	close(vm);
+	close(kvm);
+	return r;
+}
+
 int main(void)
 {
 	static const struct gmem_case cases[] = {
@@ -686,6 +815,8 @@ int main(void)
 		{ "punch_splits_one_folio", punch_splits_one_folio },
 		{ "numa_policy_per_folio", numa_policy_per_folio },
 		{ "memcg_charge_and_fallback", memcg_charge_and_fallback },
+		{ "crossings_refused", crossings_refused },
+		{ "userfault_memslot_maps_4k", userfault_memslot_maps_4k },
 	};
 
 	page = sysconf(_SC_PAGESIZE);

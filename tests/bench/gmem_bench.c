@@ -51,6 +51,16 @@
  *                             our batched flush (gmem_ndm) vs upstream's
  *                             flush per folio (gmem_ndm_upstream,
  *                             kvm.gmem_ndm_batch=0)
+ *   fault_huge                first touch as fault_seq_1t, 2 MiB pages:
+ *                             guest_memfd with GUEST_MEMFD_FLAG_HUGEPAGE
+ *                             (gmem_huge) and without (gmem) vs memfd with THP
+ *                             (memfd_thp: shmem_enabled "advise",
+ *                             MADV_HUGEPAGE; the ref) vs anonymous memory with
+ *                             THP (anon_thp, MADV_HUGEPAGE)
+ *   vcpu_huge_{first,retouch,faults}  as vcpu_*, over 64 MiB, one re-touch
+ *                             pass, and the VM's page faults in the first
+ *                             touch (pf_taken): gmem_huge and gmem vs
+ *                             anonymous memory with THP (the ref)
  *   footprint_{memavail,shmem,unevictable}  a VM of G bytes whose memory is
  *                             written by the VMM through its mapping and
  *                             partly by the vCPU: the drop of MemAvailable
@@ -87,6 +97,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
@@ -113,6 +124,12 @@
 #define GUEST_MEMFD_FLAG_NO_DIRECT_MAP	(1ULL << 2)
 #define GUEST_MEMFD_FLAG_WRITE		(1ULL << 3)
 #endif
+/* Provisional, our own (src/virt/0032; docs/huge-pages.md). */
+#ifndef GUEST_MEMFD_FLAG_HUGEPAGE
+#define GUEST_MEMFD_FLAG_HUGEPAGE	(1ULL << 4)
+#endif
+#define SHMEM_THP	"/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+#define SZ_2M		(2UL << 20)
 #define IN_PLACE_PARAM	"/sys/module/kvm/parameters/gmem_in_place_conversion"
 #define NDM_BATCH_PARAM	"/sys/module/kvm/parameters/gmem_ndm_batch"
 
@@ -129,6 +146,7 @@ static long punch_pages = 2048;
 static long punch_cycles = 4;
 static long vcpu_pages = 1024;		/* nested SVM under TCG is slow */
 static long vcpu_passes = 4;		/* re-touch passes */
+static long vcpu_huge_pages = 16384;	/* 64 MiB: 32 folios of 2 MiB */
 static long foot_pages = 32768;		/* 128 MiB guest */
 static long foot_vcpu_pages = 256;
 static long convert_pages = 2048;	/* 8 MiB: 2048 4 KiB and 4 2 MiB ranges */
@@ -142,10 +160,11 @@ static long convert_rounds = 2;
  * batched flush; GMEM_NDM_UPSTREAM: the same with a flush per folio.
  */
 enum mem { ANON, MEMFD, GMEM, GMEM_SWP, GMEM_BIND_LOCAL, GMEM_BIND_REMOTE, GMEM_INPLACE,
-	   GMEM_INPLACE_RETRY, GMEM_NDM, GMEM_NDM_UPSTREAM };
+	   GMEM_INPLACE_RETRY, GMEM_NDM, GMEM_NDM_UPSTREAM, GMEM_HUGE, ANON_THP, MEMFD_THP };
 static const char *const mem_name[] = { "anon", "memfd", "gmem", "gmem_swprot",
 					"gmem_bind_local", "gmem_bind_remote", "gmem_inplace",
-					"gmem_inplace_retry", "gmem_ndm", "gmem_ndm_upstream" };
+					"gmem_inplace_retry", "gmem_ndm", "gmem_ndm_upstream",
+					"gmem_huge", "anon_thp", "memfd_thp" };
 
 struct bench_case;
 typedef int (*case_fn)(const struct bench_case *c, double *v, char *why, size_t whylen);
@@ -237,9 +256,16 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 	int types;
 
 	*r = (struct region){ .mem = mem, .kvm = -1, .vm = -1, .fd = -1, .len = len };
-	if (mem == ANON)
+	if (mem == ANON || mem == ANON_THP)
 		return RES_OK;
-	if (mem == MEMFD) {
+	if (mem == MEMFD || mem == MEMFD_THP) {
+		/* shmem THP where a mapping asks for it (MADV_HUGEPAGE) only. */
+		if (mem == MEMFD_THP && access(SHMEM_THP, W_OK)) {
+			snprintf(why, whylen, "no %s", SHMEM_THP);
+			return RES_NA;
+		}
+		if (mem == MEMFD_THP)
+			write_param(SHMEM_THP, "advise");
 		r->fd = memfd_create("bench", MFD_CLOEXEC);
 		if (r->fd < 0 || ftruncate(r->fd, len)) {
 			snprintf(why, whylen, "memfd: %s", strerror(errno));
@@ -273,13 +299,16 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 				return RES_NA;
 			}
 		}
+		if (mem == GMEM_HUGE)
+			want |= GUEST_MEMFD_FLAG_HUGEPAGE;
 		if ((caps & want) != want) {
-			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP|INIT_SHARED");
+			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP|INIT_SHARED%s",
+				 mem == GMEM_HUGE ? "|HUGEPAGE" : "");
 			return RES_NA;
 		}
 		r->vm = ioctl(r->kvm, KVM_CREATE_VM, 0);
-		/* write() where offered: the population cases use it. */
-		gm.flags = want | (caps & GUEST_MEMFD_FLAG_WRITE);
+		/* write() where offered (not with 2 MiB folios): the population cases use it. */
+		gm.flags = want | (mem == GMEM_HUGE ? 0 : caps & GUEST_MEMFD_FLAG_WRITE);
 	} else {
 		/*
 		 * The seed's v7 ABI, in which a SW_PROTECTED VM's memory is
@@ -337,8 +366,19 @@ static int region_map(struct region *r, char *why, size_t whylen)
 			snprintf(why, whylen, "MADV_NOHUGEPAGE: %s", strerror(errno));
 			return RES_ERR;
 		}
+	} else if (r->mem == ANON_THP) {
+		/* 2 MiB aligned, so that every whole 2 MiB of it can be a THP. */
+		r->p = mmap(NULL, r->len + SZ_2M, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (r->p != MAP_FAILED)
+			r->p = (char *)(((uintptr_t)r->p + SZ_2M - 1) & ~(SZ_2M - 1));
 	} else {
 		r->p = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	}
+	if ((r->mem == ANON_THP || r->mem == MEMFD_THP) && r->p != MAP_FAILED &&
+	    madvise(r->p, r->len, MADV_HUGEPAGE)) {
+		snprintf(why, whylen, "MADV_HUGEPAGE: %s", strerror(errno));
+		return RES_ERR;
 	}
 	if (r->p == MAP_FAILED) {
 		r->p = NULL;
@@ -810,7 +850,7 @@ static int vm_setup(struct vcpu_vm *vm, enum mem mem, long npages, char *why, si
 		}
 	}
 	slot.userspace_addr = (uintptr_t)vm->r.p;
-	if (mem == GMEM || mem == GMEM_SWP || mem == GMEM_INPLACE) {
+	if (mem == GMEM || mem == GMEM_SWP || mem == GMEM_INPLACE || mem == GMEM_HUGE) {
 		slot.flags = KVM_MEM_GUEST_MEMFD;
 		slot.guest_memfd = vm->r.fd;
 	}
@@ -896,9 +936,29 @@ static double vm_touch(struct vcpu_vm *vm, long n, char *why, size_t whylen)
 	return now() - t0;
 }
 
+/* The VM's page faults so far (debugfs kvm/<pid>-<vm fd>/pf_taken), or -1. */
+static long vm_pf_taken(int vm_fd)
+{
+	char path[128], buf[32] = "";
+	ssize_t n = -1;
+	int fd;
+
+	if (access("/sys/kernel/debug/kvm", F_OK))
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%d-%d/pf_taken", getpid(), vm_fd);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+/* c->order 1 (vcpu_huge): 64 MiB, one re-touch pass, and the first touch's faults. */
 static int case_vcpu(const struct bench_case *c, double *v, char *why, size_t whylen)
 {
-	long n = vcpu_pages;
+	long n = c->order ? vcpu_huge_pages : vcpu_pages;
+	long passes = c->order ? 1 : vcpu_passes, pf;
 	struct vcpu_vm vm;
 	double t;
 	int ret;
@@ -909,19 +969,27 @@ static int case_vcpu(const struct bench_case *c, double *v, char *why, size_t wh
 	ret = vm_run(&vm, why, whylen);		/* warm-up: to the first OUT */
 	if (ret)
 		return ret;
+	pf = vm_pf_taken(vm.r.vm);
 	t = vm_touch(&vm, n, why, whylen);
 	if (t < 0)
 		return RES_ERR;
 	v[0] = n / t;
+	if (c->nmetrics > 2) {
+		if (pf < 0) {
+			snprintf(why, whylen, "no debugfs kvm/%d-%d/pf_taken", getpid(), vm.r.vm);
+			return RES_ERR;
+		}
+		v[2] = vm_pf_taken(vm.r.vm) - pf;
+	}
 	t = 0;
-	for (long i = 0; i < vcpu_passes; i++) {
+	for (long i = 0; i < passes; i++) {
 		double ti = vm_touch(&vm, n, why, whylen);
 
 		if (ti < 0)
 			return RES_ERR;
 		t += ti;
 	}
-	v[1] = n * vcpu_passes / t;
+	v[1] = n * passes / t;
 	/* The guest's writes are what the host sees. */
 	if (read_pass(vm.r.p + TOUCH_PAGE0 * PAGE, n) != (unsigned int)n) {
 		snprintf(why, whylen, "host does not see the guest's writes");
@@ -1235,6 +1303,8 @@ out:
 	{ name, ANON, "memfd", PPS, case_fault, ord, thr, 1, { "" } }
 #define NUMA(m) { "numa_first_touch", m, "gmem", PPS, case_numa_fault, 0, 1, 1, { "" } }
 #define VCPU(m) { "vcpu", m, "anon", PPS, case_vcpu, 0, 1, 2, { "_first", "_retouch" } }
+#define VCPU_HUGE(m) { "vcpu_huge", m, "anon_thp", PPS, case_vcpu, 1, 1, 3, \
+		       { "_first", "_retouch", "_faults" } }
 #define FOOT(m) { "footprint", m, "guest", "x guest", case_footprint, 0, 1, 3, \
 		  { "_memavail", "_shmem", "_unevictable" } }
 #define NDM(name, fn, ord) \
@@ -1257,6 +1327,11 @@ static const struct bench_case cases[] = {
 	{ "punch_cycle", GMEM, "memfd", PPS, case_punch, 0, 1, 1, { "" } },
 	{ "punch_cycle", MEMFD, "memfd", PPS, case_punch, 0, 1, 1, { "" } },
 	VCPU(ANON), VCPU(MEMFD), VCPU(GMEM), VCPU(GMEM_SWP),
+	{ "fault_huge", GMEM_HUGE, "memfd_thp", PPS, case_fault, 0, 1, 1, { "" } },
+	{ "fault_huge", GMEM, "memfd_thp", PPS, case_fault, 0, 1, 1, { "" } },
+	{ "fault_huge", MEMFD_THP, "memfd_thp", PPS, case_fault, 0, 1, 1, { "" } },
+	{ "fault_huge", ANON_THP, "memfd_thp", PPS, case_fault, 0, 1, 1, { "" } },
+	VCPU_HUGE(GMEM_HUGE), VCPU_HUGE(GMEM), VCPU_HUGE(ANON_THP),
 	NUMA(GMEM), NUMA(GMEM_BIND_LOCAL), NUMA(GMEM_BIND_REMOTE),
 	NDM("ndm_first_touch", case_fault, 0),
 	NDM("ndm_fallocate", case_populate, 0),
@@ -1276,6 +1351,12 @@ static const struct bench_case cases[] = {
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
 /* ---- driver ------------------------------------------------------------------------ */
+
+/* A metric that counts (the vCPU's faults), not a rate: no ratio for it. */
+static bool metric_is_count(const struct bench_case *c, int m)
+{
+	return !strcmp(c->metric[m], "_faults");
+}
 
 struct result {
 	int status;		/* RES_* of the first failing rep, else RES_OK */
@@ -1540,6 +1621,7 @@ int main(int argc, char **argv)
 	fault_pages = scaled(fault_pages, scale, 16) & ~1L;
 	punch_pages = scaled(punch_pages, scale, 16);
 	vcpu_pages = scaled(vcpu_pages, scale, 4);
+	vcpu_huge_pages = scaled(vcpu_huge_pages, scale, 1024);
 	foot_pages = scaled(foot_pages, scale, 1024);
 	convert_pages = scaled(convert_pages, scale, 1024) & ~511L;
 	foot_vcpu_pages = scaled(foot_vcpu_pages, scale, 4);
@@ -1569,6 +1651,7 @@ int main(int argc, char **argv)
 	out("meta,fault_pages,%ld\n", fault_pages);
 	out("meta,punch_pages,%ld\nmeta,punch_cycles,%ld\n", punch_pages, punch_cycles);
 	out("meta,vcpu_pages,%ld\nmeta,vcpu_retouch_passes,%ld\n", vcpu_pages, vcpu_passes);
+	out("meta,vcpu_huge_pages,%ld\n", vcpu_huge_pages);
 	out("meta,retouch_passes,%ld\n", retouch_passes);
 	out("meta,footprint_pages,%ld\nmeta,footprint_vcpu_pages,%ld\n", foot_pages, foot_vcpu_pages);
 	out("meta,ncpus,%ld\n", sysconf(_SC_NPROCESSORS_ONLN));
@@ -1665,6 +1748,8 @@ int main(int argc, char **argv)
 		if (!ref || ref->status || ref->n != r->n)
 			continue;
 		for (int m = 0; m < c->nmetrics; m++) {
+			if (metric_is_count(c, m))
+				continue;
 			for (int k = 0; k < r->n; k++)
 				q[k] = ref->v[m][k] / r->v[m][k];
 			qsort(q, r->n, sizeof(double), cmp_double);
@@ -1688,7 +1773,8 @@ int main(int argc, char **argv)
 			}
 			qsort(r->v[m], r->n, sizeof(double), cmp_double);
 			out("summary,%s%s,%s,%s,%s,%.6g,%.6g,%.6g,%d,\n", c->name, c->metric[m],
-			    mem_name[c->mem], c->unit, c->ref, median(r->v[m], r->n),
+			    mem_name[c->mem], metric_is_count(c, m) ? "faults" : c->unit, c->ref,
+			    median(r->v[m], r->n),
 			    r->v[m][0], r->v[m][r->n - 1], r->n);
 		}
 		failed |= r->status == RES_ERR;
