@@ -13,7 +13,8 @@
  *
  * Memory (-M): gmem (default: a default VM, an MMAP | INIT_SHARED
  * guest_memfd bound as a gmem-only memslot, userspace_addr the VMM's own
- * mapping), ndm (the same with NO_DIRECT_MAP), v7 (a SW_PROTECTED VM and a
+ * mapping), ndm (the same with NO_DIRECT_MAP), huge (the same with 2 MiB
+ * folios, GUEST_MEMFD_FLAG_HUGEPAGE), v7 (a SW_PROTECTED VM and a
  * flag-less guest_memfd with kvm.gmem_mainline_abi=0) or anon (anonymous
  * memory: the control). -w loads the kernel and initramfs with pwrite() on
  * the guest_memfd (GUEST_MEMFD_FLAG_WRITE) instead of memcpy. -b other
@@ -24,10 +25,11 @@
  * 64 MiB fill reads back; the guest's marker is found through the VMM's
  * mapping at the guest-physical address the guest reports (one copy of the
  * memory); the clocksource is kvm-clock; "sleep 2" takes about 2 s of host
- * time; with -b, every resident page is on the bound node (move_pages()).
+ * time; with -b, every resident page is on the bound node (move_pages());
+ * huge: all of the file is 2 MiB folios and the vCPU maps 2 MiB.
  * Times: "# time: boot to init: S s" and the whole run.
  *
- *   gmem_linux_boot_test[.anon|.v7|.ndm|.write|.numa] [-M gmem|ndm|v7|anon]
+ *   gmem_linux_boot_test[.anon|.v7|.ndm|.huge|.write|.numa] [-M gmem|ndm|huge|v7|anon]
  *       [-w] [-b other] [-m MiB] [-k bzImage] [-i init] [-a "extra args"] [-t s]
  * The name's suffix selects the variant a list runs; the options override
  * it (-a "loglevel=8" shows the guest's whole boot log). BOOT_NO_PV_EOI=1 in
@@ -258,8 +260,10 @@ static void create_vm(void)
 		if (mem != MAP_FAILED && madvise(mem, mem_size, MADV_NOHUGEPAGE))
 			ksft_exit_fail_msg("madvise(MADV_NOHUGEPAGE): %s\n", strerror(errno));
 	} else {
-		if (!strcmp(mode, "gmem") || !strcmp(mode, "ndm"))
+		if (!strcmp(mode, "gmem") || !strcmp(mode, "ndm") || !strcmp(mode, "huge"))
 			args.flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
+		if (!strcmp(mode, "huge"))
+			args.flags |= GUEST_MEMFD_FLAG_HUGEPAGE;
 		if (!strcmp(mode, "ndm"))
 			args.flags |= GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
 		if (use_write)
@@ -1032,15 +1036,26 @@ static long gmem_file_pages(void)
 	return gmem_fd < 0 ? -1 : gmem_cached_pages(gmem_fd, 0, mem_size);
 }
 
+#define HUGE_FOLIOS	GMEM_DEBUGFS "/kvm/gmem_huge_folios"
+
+/* The 2 MiB mappings the VM has now (debugfs kvm/<pid>-<vm fd>/pages_2m), or -1. */
+static long vm_pages_2m(void)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), GMEM_DEBUGFS "/kvm/%d-%d/pages_2m", getpid(), vm_fd);
+	return gmem_counter(path);
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART: KVM_RUN returns EINTR */
 	char self[PATH_MAX], *dir;
 	const char *why, *variant;
 	char retry_trace[sizeof(hang_trace)] = "";
-	long file_before = -1, file_after = -1, pages_written = 0;
+	long file_before = -1, file_after = -1, pages_written = 0, huge_before = -1;
 	size_t usable_kib = (EBDA_START + mem_size - 0x100000) >> 10;
-	bool ndm = false;
+	bool ndm = false, huge = false;
 	int opt, retries = 0;
 	double run_s;
 
@@ -1053,7 +1068,7 @@ int main(int argc, char **argv)
 	if (variant && strchr(variant, '/'))
 		variant = NULL;
 	if (variant && (!strcmp(variant, ".anon") || !strcmp(variant, ".v7") ||
-			!strcmp(variant, ".ndm")))
+			!strcmp(variant, ".ndm") || !strcmp(variant, ".huge")))
 		mode = variant + 1;
 	else if (variant && !strcmp(variant, ".write"))
 		use_write = true;
@@ -1077,11 +1092,12 @@ int main(int argc, char **argv)
 		case 'a': snprintf(extra_args, sizeof(extra_args), "%s", optarg); break;
 		case 't': timeout_s = atoi(optarg); break;
 		default:
-			ksft_exit_fail_msg("usage: %s [-M gmem|ndm|v7|anon] [-w] [-b other] [-m MiB] [-k bzImage] [-i init] [-a args] [-t s]\n",
+			ksft_exit_fail_msg("usage: %s [-M gmem|ndm|huge|v7|anon] [-w] [-b other] [-m MiB] [-k bzImage] [-i init] [-a args] [-t s]\n",
 					   argv[0]);
 		}
 	}
-	if (strcmp(mode, "gmem") && strcmp(mode, "ndm") && strcmp(mode, "v7") && strcmp(mode, "anon"))
+	if (strcmp(mode, "gmem") && strcmp(mode, "ndm") && strcmp(mode, "huge") &&
+	    strcmp(mode, "v7") && strcmp(mode, "anon"))
 		ksft_exit_fail_msg("unknown memory mode %s\n", mode);
 	if (use_write && strcmp(mode, "gmem") && strcmp(mode, "ndm"))
 		ksft_exit_fail_msg("-w needs -M gmem or -M ndm\n");
@@ -1094,8 +1110,11 @@ int main(int argc, char **argv)
 		/* A variant this KVM does not offer SKIPs here, as a whole. */
 		create_vm();
 		ndm = !strcmp(mode, "ndm");
+		huge = !strcmp(mode, "huge");
 		if (attempt == 1)
-			ksft_set_plan(8 + bind_other + ndm + use_write);
+			ksft_set_plan(8 + bind_other + ndm + huge + use_write);
+		if (huge)
+			huge_before = gmem_counter(HUGE_FOLIOS);
 		if (use_write)
 			file_before = gmem_file_pages();
 		load_guest();
@@ -1223,6 +1242,19 @@ int main(int argc, char **argv)
 				 out >= 16384 && flushes <= out / 4 && splits <= out / 256 + 8,
 				 "NO_DIRECT_MAP: %ld pages out of the direct map (>= 16384), %ld flushes (<= pages / 4), %ld direct map splits (<= pages / 256 + 8)\n",
 				 out, flushes, splits);
+	}
+	if (huge) {
+		long pages = gmem_file_pages(), pages_2m = vm_pages_2m();
+		long folios = huge_before < 0 ? -1 : gmem_counter(HUGE_FOLIOS) - huge_before;
+
+		/*
+		 * Every 2 MiB of the file is whole (its size is a multiple): all
+		 * it took must be 2 MiB folios, and the 64 MiB fill alone is 32
+		 * 2 MiB mappings of the vCPU.
+		 */
+		ksft_test_result(folios > 0 && folios * 512 == pages && pages_2m >= 32,
+				 "2 MiB folios: %ld pages in the file, %ld 2 MiB folios (all of it), %ld 2 MiB vCPU mappings (>= 32)\n",
+				 pages, folios, pages_2m);
 	}
 	if (use_write)
 		ksft_test_result(file_before == 0 && pages_written > 0 && file_after == pages_written,
