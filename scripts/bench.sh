@@ -69,6 +69,7 @@ run_guest() {
 # kernel in a nested guest $boot_reps times per memory kind, interleaved; its
 # "# time:" lines become rows of ours.csv: boot to init and the guest's
 # 64 MiB fill on guest_memfd against anonymous memory (4 KiB pages both),
+# on 2 MiB guest_memfd folios (huge) against anonymous memory with THP (thp),
 # and with TIER=shim NO_DIRECT_MAP against plain guest_memfd, with its
 # 16-page fault windows (ndm) and without them (ndm0: gmem_ndm_batch=0,
 # what NO_DIRECT_MAP alone costs). Ratios are per round: the median over
@@ -77,8 +78,8 @@ run_guest() {
 # boot's own cases, or "Bail out!") is dropped, and the drop is said; the
 # window-less boot's flush-count case fails by design and is not counted.
 run_boot() {
-	local stage="$top/build/stage/bench-boot" results="$out/boot" kinds="anon gmem" rc=0 dropped
-	[ "${TIER:-stock}" != shim ] || kinds="anon gmem ndm ndm0"
+	local stage="$top/build/stage/bench-boot" results="$out/boot" kinds="anon gmem thp huge" rc=0 dropped
+	[ "${TIER:-stock}" != shim ] || kinds="anon gmem thp huge ndm ndm0"
 	step "bench: Linux boots, $boot_reps rounds of: $kinds"
 	make -s -C "$top/tests" KVM_GMEM_SRC="$top/build/src" OUT="$top/build/tests" \
 		"$top/build/tests/gmem_linux_boot_test" "$top/build/tests/boot-init"
@@ -106,7 +107,7 @@ for rep in \$(seq 1 $boot_reps); do
 done
 EOS
 	chmod +x "$stage/boot-bench"
-	echo "boot-bench $((boot_reps * 4 * 120)) exit-status" > "$stage/list"
+	echo "boot-bench $((boot_reps * 6 * 120)) exit-status" > "$stage/list"
 	# The tier's boot variant: one host thread per vCPU (qemu/test-tier.sh).
 	"$top/qemu/test-tier.sh" "${TIER:-stock}-boot" --tier bench-boot --results "$results" \
 		--tests "$stage" --expect "" > "$out/boot.log" 2>&1 || rc=$?
@@ -152,6 +153,7 @@ EOS
 	BEGIN {
 		name["anon"] = "anon"; name["gmem"] = "gmem"
 		name["ndm"] = "gmem_ndm"; name["ndm0"] = "gmem_ndm_nobatch"
+		name["thp"] = "anon_thp"; name["huge"] = "gmem_huge"
 	}
 	/^# bench round / { r = $4; kind = $6; if (r > rounds) rounds = r; next }
 	/^(not ok|Bail)/ { bad[kind SUBSEP r] = 1; next }
@@ -162,6 +164,10 @@ EOS
 		row("boot_to_init", "gmem", "anon", "boot", "boot")
 		row("boot_fill", "anon", "anon", "fill", "fill")
 		row("boot_fill", "gmem", "anon", "fill", "fill")
+		row("boot_huge_to_init", "thp", "thp", "boot", "boot")
+		row("boot_huge_to_init", "huge", "thp", "boot", "boot")
+		row("boot_huge_fill", "thp", "thp", "fill", "fill")
+		row("boot_huge_fill", "huge", "thp", "fill", "fill")
 		if (ndm) {
 			row("ndm_boot_to_init", "gmem", "gmem", "boot", "boot")
 			row("ndm_boot_to_init", "ndm", "gmem", "boot", "boot")
@@ -321,6 +327,8 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 	$1 == "numa_first_touch" && $2 == "gmem_bind_remote" { printf "  %-44s %s (no target)\n", "NUMA: bound to the remote node vs none", $9 == "" ? "n/a" : sprintf("%.3f", $9) }
 	$1 == "boot_to_init" && $2 == "gmem" { chk("Linux boot to init, guest_memfd vs anon", $9, 1.05) }
 	$1 == "boot_fill" && $2 == "gmem" { chk("Linux guest 64 MiB fill, guest_memfd vs anon", $9, 1.05) }
+	$1 == "boot_huge_to_init" && $2 == "gmem_huge" { chk("Linux boot to init, 2 MiB gmem vs anon THP", $9, 1.00) }
+	$1 == "boot_huge_fill" && $2 == "gmem_huge" { chk("Linux 64 MiB fill, 2 MiB gmem vs anon THP", $9, 1.00) }
 	$1 == "ndm_boot_to_init" && $2 == "gmem_ndm" { chk("Linux boot, NO_DIRECT_MAP + windows vs gmem", $9, 1.30) }
 	$1 == "ndm_boot_fill" && $2 == "gmem_ndm" { chk("Linux fill, NO_DIRECT_MAP + windows vs gmem", $9, 1.30) }
 	$1 ~ /^ndm_boot_/ && $2 == "gmem_ndm_nobatch" { printf "  %-44s %s (gmem_ndm_batch=0: NO_DIRECT_MAP alone, no target)\n", "Linux " substr($1, 10) ", NO_DIRECT_MAP alone vs gmem", $9 == "" ? "n/a" : sprintf("%.3f", $9) }

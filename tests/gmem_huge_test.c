@@ -62,6 +62,7 @@
 #include <linux/falloc.h>
 #include <linux/mempolicy.h>
 
+#include "gmem_flat_mode.h"
 #include "gmem_uffd.h"
 #include "gmem_x86_guest.h"
 
@@ -334,28 +335,12 @@ struct vcpu {
 /* vCPU 0 of @vm in 32-bit flat protected mode; KSFT_PASS or KSFT_FAIL. */
 static int vcpu_create(int kvm, int vm, struct vcpu *v, char *why, size_t whylen)
 {
-	struct kvm_segment seg = {
-		.limit = 0xffffffff, .present = 1, .db = 1, .s = 1, .g = 1,
-	};
-	struct kvm_sregs sregs;
-
 	v->fd = ioctl(vm, KVM_CREATE_VCPU, 0);
 	v->size = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
 	v->run = v->fd < 0 || v->size <= 0 ? MAP_FAILED :
 		 mmap(NULL, v->size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
-	if (v->run == MAP_FAILED || ioctl(v->fd, KVM_GET_SREGS, &sregs)) {
+	if (v->run == MAP_FAILED || vcpu_set_flat_mode(v->fd)) {
 		snprintf(why, whylen, "vCPU set-up: %s", strerror(errno));
-		return KSFT_FAIL;
-	}
-	seg.type = 11;		/* code: execute/read, accessed */
-	seg.selector = 8;
-	sregs.cs = seg;
-	seg.type = 3;		/* data: read/write, accessed */
-	seg.selector = 16;
-	sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = seg;
-	sregs.cr0 |= 1;		/* PE, no paging */
-	if (ioctl(v->fd, KVM_SET_SREGS, &sregs)) {
-		snprintf(why, whylen, "KVM_SET_SREGS: %s", strerror(errno));
 		return KSFT_FAIL;
 	}
 	return KSFT_PASS;
@@ -408,78 +393,115 @@ static bool host_sees_touch(uint8_t *p, long first, long n, char *why, size_t wh
 	return true;
 }
 
+/* A default VM whose vCPU runs touch_code from a huge file bound at GPA 0. */
+struct huge_vm {
+	int kvm, vm, fd;
+	uint8_t *p;
+	size_t len;
+	struct vcpu v;
+};
+
+/*
+ * @h: a default VM, a huge file of @len bytes mapped and bound as a gmem-only
+ * memslot with @slot_flags (and @bitmap, KVM_MEM_USERFAULT's), the code in
+ * place and vCPU 0 ready. A KSFT_* code; on a failure huge_vm_close() still
+ * undoes what was done.
+ */
+static int huge_vm_open(struct huge_vm *h, size_t len, uint32_t slot_flags, void *bitmap,
+			char *why, size_t whylen)
+{
+	struct kvm_userspace_memory_region2 slot = {
+		.flags = KVM_MEM_GUEST_MEMFD | slot_flags, .memory_size = len,
+		.userfault_bitmap = (uintptr_t)bitmap,
+	};
+	int r;
+
+	*h = (struct huge_vm){ .kvm = -1, .vm = -1, .fd = -1, .len = len,
+			       .v = { .fd = -1, .run = MAP_FAILED } };
+	r = open_vm(&h->kvm, &h->vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	h->p = huge_map(h->vm, len, &h->fd, why, whylen);
+	if (!h->p)
+		return KSFT_FAIL;
+	slot.guest_memfd = h->fd;
+	slot.userspace_addr = (uintptr_t)h->p;
+	if (ioctl(h->vm, KVM_SET_USER_MEMORY_REGION2, &slot)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2(flags %#x): %s", slot.flags,
+			 strerror(errno));
+		return KSFT_FAIL;
+	}
+	memcpy(h->p + CODE_GPA, touch_code, sizeof(touch_code));
+	return vcpu_create(h->kvm, h->vm, &h->v, why, whylen);
+}
+
+/* The guest touches @n pages from page @first; *@pf: the VM's faults meanwhile. */
+static int huge_vm_touch(struct huge_vm *h, long first, long n, long *pf, char *why,
+			 size_t whylen)
+{
+	long before = vm_stat(h->vm, "pf_taken");
+	int r = vcpu_touch(&h->v, first, n, why, whylen);
+
+	*pf = before < 0 ? -1 : vm_stat(h->vm, "pf_taken") - before;
+	return r;
+}
+
+static void huge_vm_close(struct huge_vm *h)
+{
+	vcpu_destroy(&h->v);
+	if (h->p)
+		munmap(h->p, h->len);
+	if (h->fd >= 0)
+		close(h->fd);
+	if (h->vm >= 0)
+		close(h->vm);
+	if (h->kvm >= 0)
+		close(h->kvm);
+}
+
 static int vcpu_maps_2m(char *why, size_t whylen)
 {
 	size_t len = 16 << 20;
 	long first = SZ_2M / page, n = len / page - first, pf, huge, hole = 2 * SZ_2M / page + 1;
-	struct kvm_userspace_memory_region2 slot = {
-		.flags = KVM_MEM_GUEST_MEMFD, .memory_size = len,
-	};
-	struct vcpu v = { .fd = -1, .run = MAP_FAILED };
-	int kvm, vm, fd, r;
-	uint8_t *p;
+	struct huge_vm h;
+	int r;
 
-	r = open_vm(&kvm, &vm, 0, why, whylen);
-	if (r != KSFT_PASS)
-		return r;
-	p = huge_map(vm, len, &fd, why, whylen);
-	if (!p) {
-		r = KSFT_FAIL;
-		goto out_vm;
-	}
-	slot.guest_memfd = fd;
-	slot.userspace_addr = (uintptr_t)p;
-	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &slot)) {
-		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2: %s", strerror(errno));
-		r = KSFT_FAIL;
-		goto out_file;
-	}
-	memcpy(p + CODE_GPA, touch_code, sizeof(touch_code));
-	r = vcpu_create(kvm, vm, &v, why, whylen);
-	pf = vm_stat(vm, "pf_taken");
+	r = huge_vm_open(&h, len, 0, NULL, why, whylen);
 	if (r == KSFT_PASS)
-		r = vcpu_touch(&v, first, n, why, whylen);
+		r = huge_vm_touch(&h, first, n, &pf, why, whylen);
 	if (r != KSFT_PASS)
-		goto out_file;
-	pf = vm_stat(vm, "pf_taken") - pf;
-	huge = vm_stat(vm, "pages_2m");
+		goto out;
+	huge = vm_stat(h.vm, "pages_2m");
 	ksft_print_msg("vcpu_maps_2m: %ld pages touched: %ld vCPU faults, %ld 2 MiB mappings\n",
 		       n, pf, huge);
 	if (pf < 0 || pf > 16 || huge < (long)(len / SZ_2M - 1)) {
 		snprintf(why, whylen, "touching %ld pages took %ld vCPU faults (at most 16 expected) and left %ld 2 MiB mappings (at least %zu expected)",
 			 n, pf, huge, len / SZ_2M - 1);
 		r = KSFT_FAIL;
-	} else if (!host_sees_touch(p, first, n, why, whylen)) {
+	} else if (!host_sees_touch(h.p, first, n, why, whylen)) {
 		r = KSFT_FAIL;
 	}
 	if (r != KSFT_PASS)
-		goto out_file;
+		goto out;
 
 	/* A punched page: the vCPU maps its 2 MiB range with 4 KiB pages from then on. */
-	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, hole * page, page)) {
+	if (fallocate(h.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, hole * page, page)) {
 		snprintf(why, whylen, "punching page %ld: %s", hole, strerror(errno));
 		r = KSFT_FAIL;
-		goto out_file;
+		goto out;
 	}
-	pf = vm_stat(vm, "pf_taken");
-	r = vcpu_touch(&v, hole - 1, SZ_2M / page - 1, why, whylen);
+	r = huge_vm_touch(&h, hole - 1, SZ_2M / page - 1, &pf, why, whylen);
 	if (r != KSFT_PASS)
-		goto out_file;
-	pf = vm_stat(vm, "pf_taken") - pf;
-	if (vm_stat(vm, "pages_2m") != huge - 1 || pf < (long)(SZ_2M / page) - 1) {
+		goto out;
+	if (vm_stat(h.vm, "pages_2m") != huge - 1 || pf < (long)(SZ_2M / page) - 1) {
 		snprintf(why, whylen, "after a punch in a 2 MiB range the vCPU took %ld faults there and has %ld 2 MiB mappings, expected a fault per page and %ld",
-			 pf, vm_stat(vm, "pages_2m"), huge - 1);
+			 pf, vm_stat(h.vm, "pages_2m"), huge - 1);
 		r = KSFT_FAIL;
-	} else if (!host_sees_touch(p, hole - 1, SZ_2M / page - 1, why, whylen)) {
+	} else if (!host_sees_touch(h.p, hole - 1, SZ_2M / page - 1, why, whylen)) {
 		r = KSFT_FAIL;
 	}
-out_file:
-	vcpu_destroy(&v);
-	munmap(p, len);
-	close(fd);
-out_vm:
-	close(vm);
-	close(kvm);
+out:
+	huge_vm_close(&h);
 	return r;
 }
 
@@ -754,54 +776,25 @@ out_vm:
 
 static int userfault_memslot_maps_4k(char *why, size_t whylen)
 {
-	size_t len = 8 << 20;
-	long first = SZ_2M / page, n = 2 * SZ_2M / page, pf;
 	static uint64_t bitmap[(8 << 20) / 4096 / 64];	/* nothing armed */
-	struct kvm_userspace_memory_region2 slot = {
-		.flags = KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT, .memory_size = len,
-		.userfault_bitmap = (uintptr_t)bitmap,
-	};
-	struct vcpu v = { .fd = -1, .run = MAP_FAILED };
-	int kvm, vm, fd, r;
-	uint8_t *p;
+	long first = SZ_2M / page, n = 2 * SZ_2M / page, pf;
+	struct huge_vm h;
+	int r;
 
-	r = open_vm(&kvm, &vm, 0, why, whylen);
-	if (r != KSFT_PASS)
-		return r;
-	p = huge_map(vm, len, &fd, why, whylen);
-	if (!p) {
-		r = KSFT_FAIL;
-		goto out_vm;
-	}
-	slot.guest_memfd = fd;
-	slot.userspace_addr = (uintptr_t)p;
-	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION2, &slot)) {
-		snprintf(why, whylen, "a KVM_MEM_USERFAULT memslot: %s", strerror(errno));
-		r = KSFT_FAIL;
-		goto out_file;
-	}
-	memcpy(p + CODE_GPA, touch_code, sizeof(touch_code));
-	r = vcpu_create(kvm, vm, &v, why, whylen);
-	pf = vm_stat(vm, "pf_taken");
+	r = huge_vm_open(&h, 8 << 20, KVM_MEM_USERFAULT, bitmap, why, whylen);
 	if (r == KSFT_PASS)
-		r = vcpu_touch(&v, first, n, why, whylen);
+		r = huge_vm_touch(&h, first, n, &pf, why, whylen);
 	if (r != KSFT_PASS)
-		goto out_file;
-	pf = vm_stat(vm, "pf_taken") - pf;
-	if (vm_stat(vm, "pages_2m") != 0 || pf < n) {
+		goto out;
+	if (vm_stat(h.vm, "pages_2m") != 0 || pf < n) {
 		snprintf(why, whylen, "a KVM_MEM_USERFAULT memslot: %ld 2 MiB mappings and %ld faults for %ld pages, expected none and a fault per page",
-			 vm_stat(vm, "pages_2m"), pf, n);
+			 vm_stat(h.vm, "pages_2m"), pf, n);
 		r = KSFT_FAIL;
-	} else if (!host_sees_touch(p, first, n, why, whylen)) {
+	} else if (!host_sees_touch(h.p, first, n, why, whylen)) {
 		r = KSFT_FAIL;
 	}
-out_file:
-	vcpu_destroy(&v);
-	munmap(p, len);
-	close(fd);
-out_vm:
-	close(vm);
-	close(kvm);
+out:
+	huge_vm_close(&h);
 	return r;
 }
 

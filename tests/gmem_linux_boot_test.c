@@ -15,8 +15,9 @@
  * guest_memfd bound as a gmem-only memslot, userspace_addr the VMM's own
  * mapping), ndm (the same with NO_DIRECT_MAP), huge (the same with 2 MiB
  * folios, GUEST_MEMFD_FLAG_HUGEPAGE), v7 (a SW_PROTECTED VM and a
- * flag-less guest_memfd with kvm.gmem_mainline_abi=0) or anon (anonymous
- * memory: the control). -w loads the kernel and initramfs with pwrite() on
+ * flag-less guest_memfd with kvm.gmem_mainline_abi=0), anon (anonymous
+ * memory, 4 KiB pages: the control) or thp (anonymous memory with THP: the
+ * control of huge). -w loads the kernel and initramfs with pwrite() on
  * the guest_memfd (GUEST_MEMFD_FLAG_WRITE) instead of memcpy. -b other
  * binds the mapping to the node the VMM does not run on (mbind before the
  * first byte is written) and checks where every page the guest touched is.
@@ -29,7 +30,7 @@
  * huge: all of the file is 2 MiB folios and the vCPU maps 2 MiB.
  * Times: "# time: boot to init: S s" and the whole run.
  *
- *   gmem_linux_boot_test[.anon|.v7|.ndm|.huge|.write|.numa] [-M gmem|ndm|huge|v7|anon]
+ *   gmem_linux_boot_test[.anon|.v7|.ndm|.huge|.write|.numa] [-M gmem|ndm|huge|v7|anon|thp]
  *       [-w] [-b other] [-m MiB] [-k bzImage] [-i init] [-a "extra args"] [-t s]
  * The name's suffix selects the variant a list runs; the options override
  * it (-a "loglevel=8" shows the guest's whole boot log). BOOT_NO_PV_EOI=1 in
@@ -259,6 +260,15 @@ static void create_vm(void)
 		/* 4 KiB pages, as guest_memfd has (order 0): like with like. */
 		if (mem != MAP_FAILED && madvise(mem, mem_size, MADV_NOHUGEPAGE))
 			ksft_exit_fail_msg("madvise(MADV_NOHUGEPAGE): %s\n", strerror(errno));
+	} else if (!strcmp(mode, "thp")) {
+		/* The control of huge: THP, 2 MiB aligned so that all of it can be. */
+		mem = mmap(NULL, mem_size + (2UL << 20), PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (mem != MAP_FAILED) {
+			mem = (void *)(((uintptr_t)mem + (2UL << 20) - 1) & ~((2UL << 20) - 1));
+			if (madvise(mem, mem_size, MADV_HUGEPAGE))
+				ksft_exit_fail_msg("madvise(MADV_HUGEPAGE): %s\n", strerror(errno));
+		}
 	} else {
 		if (!strcmp(mode, "gmem") || !strcmp(mode, "ndm") || !strcmp(mode, "huge"))
 			args.flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
@@ -1092,12 +1102,12 @@ int main(int argc, char **argv)
 		case 'a': snprintf(extra_args, sizeof(extra_args), "%s", optarg); break;
 		case 't': timeout_s = atoi(optarg); break;
 		default:
-			ksft_exit_fail_msg("usage: %s [-M gmem|ndm|huge|v7|anon] [-w] [-b other] [-m MiB] [-k bzImage] [-i init] [-a args] [-t s]\n",
+			ksft_exit_fail_msg("usage: %s [-M gmem|ndm|huge|v7|anon|thp] [-w] [-b other] [-m MiB] [-k bzImage] [-i init] [-a args] [-t s]\n",
 					   argv[0]);
 		}
 	}
 	if (strcmp(mode, "gmem") && strcmp(mode, "ndm") && strcmp(mode, "huge") &&
-	    strcmp(mode, "v7") && strcmp(mode, "anon"))
+	    strcmp(mode, "v7") && strcmp(mode, "anon") && strcmp(mode, "thp"))
 		ksft_exit_fail_msg("unknown memory mode %s\n", mode);
 	if (use_write && strcmp(mode, "gmem") && strcmp(mode, "ndm"))
 		ksft_exit_fail_msg("-w needs -M gmem or -M ndm\n");

@@ -109,6 +109,8 @@
 #include <linux/falloc.h>
 #include <linux/kvm.h>
 
+#include "gmem_flat_mode.h"
+
 #ifndef KVM_CAP_GMEM_SHARED_MEM
 #define KVM_CAP_GMEM_SHARED_MEM 239
 #endif
@@ -826,11 +828,6 @@ struct vcpu_vm {
 static int vm_setup(struct vcpu_vm *vm, enum mem mem, long npages, char *why, size_t whylen)
 {
 	struct kvm_userspace_memory_region2 slot = { .memory_size = npages * PAGE };
-	struct kvm_segment seg = {
-		.base = 0, .limit = 0xffffffff, .present = 1, .dpl = 0, .db = 1,
-		.s = 1, .l = 0, .g = 1, .avl = 0,
-	};
-	struct kvm_sregs sregs;
 	struct kvm_regs regs;
 	int ret, run_size;
 
@@ -867,19 +864,8 @@ static int vm_setup(struct vcpu_vm *vm, enum mem mem, long npages, char *why, si
 		return RES_ERR;
 	}
 	vm->run = mmap(NULL, run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpu, 0);
-	if (vm->run == MAP_FAILED || ioctl(vm->vcpu, KVM_GET_SREGS, &sregs)) {
-		snprintf(why, whylen, "kvm_run/KVM_GET_SREGS: %s", strerror(errno));
-		return RES_ERR;
-	}
-	seg.type = 11;			/* code: execute/read, accessed */
-	seg.selector = 8;
-	sregs.cs = seg;
-	seg.type = 3;			/* data: read/write, accessed */
-	seg.selector = 16;
-	sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = seg;
-	sregs.cr0 |= 1;			/* PE, no paging */
-	if (ioctl(vm->vcpu, KVM_SET_SREGS, &sregs)) {
-		snprintf(why, whylen, "KVM_SET_SREGS: %s", strerror(errno));
+	if (vm->run == MAP_FAILED || vcpu_set_flat_mode(vm->vcpu)) {
+		snprintf(why, whylen, "kvm_run/KVM_SET_SREGS: %s", strerror(errno));
 		return RES_ERR;
 	}
 	memset(&regs, 0, sizeof(regs));
