@@ -1048,12 +1048,12 @@ static long gmem_file_pages(void)
 
 #define HUGE_FOLIOS	GMEM_DEBUGFS "/kvm/gmem_huge_folios"
 
-/* The 2 MiB mappings the VM has now (debugfs kvm/<pid>-<vm fd>/pages_2m), or -1. */
-static long vm_pages_2m(void)
+/* The VM's debugfs stat @name (kvm/<pid>-<vm fd>/): pf_taken, pages_2m; or -1. */
+static long vm_stat(const char *name)
 {
 	char path[128];
 
-	snprintf(path, sizeof(path), GMEM_DEBUGFS "/kvm/%d-%d/pages_2m", getpid(), vm_fd);
+	snprintf(path, sizeof(path), GMEM_DEBUGFS "/kvm/%d-%d/%s", getpid(), vm_fd, name);
 	return gmem_counter(path);
 }
 
@@ -1141,6 +1141,8 @@ int main(int argc, char **argv)
 		why = run_guest();
 		alarm(0);
 		run_s = gmem_now() - t0;
+		ksft_print_msg("the VM took %ld page faults and has %ld 2 MiB mappings\n",
+			       vm_stat("pf_taken"), vm_stat("pages_2m"));
 		if (why)
 			report_hang(why);
 		/*
@@ -1254,7 +1256,7 @@ int main(int argc, char **argv)
 				 out, flushes, splits);
 	}
 	if (huge) {
-		long pages = gmem_file_pages(), pages_2m = vm_pages_2m();
+		long pages = gmem_file_pages(), pages_2m = vm_stat("pages_2m");
 		long folios = huge_before < 0 ? -1 : gmem_counter(HUGE_FOLIOS) - huge_before;
 
 		/*
