@@ -114,6 +114,7 @@ static uint8_t *huge_map(int vm, size_t len, int *fd, char *why, size_t whylen)
 	if (p == MAP_FAILED) {
 		snprintf(why, whylen, "mmap: %s", strerror(errno));
 		close(*fd);
+		*fd = -1;	/* huge_vm_close() must not close it again */
 		return NULL;
 	}
 	return p;
