@@ -62,6 +62,9 @@
 # mutant, or Debian's), no crash, timeout or splat is among the problems,
 # and every pattern below names a case that failed as it must. A mutant
 # that does not build, or whose patch no longer applies, fails the check.
+# Most run only the cases they must fail (ONLY_ARGS="-c TEXT...", see
+# run_cases() in tests/include/gmem_vcpu.h): a guest's time goes to what
+# the run proves.
 #   check-mutants.sh [NAME]...   (default: all)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -230,6 +233,7 @@ example_vmm: "example_vmm" was SKIPPED \(no GUEST_MEMFD_FLAG_MMAP \| INIT_SHARED
 'gmem_numa_test: "MPOL_BIND node 1, host faults from node 0" FAILED: host fault: page 0 is on node 0, want node 1
 gmem_numa_test: "a vCPU on node 0 faults in a gmem-only memslot page bound to node 1" FAILED: .*is on node 0, want node 1
 gmem_numa_test: "MPOL_INTERLEAVE nodes 0-1: page i on node i % 2, whatever the touch order" FAILED: interleave: page [0-9]+ is on node' -- ONLY=gmem_numa_test \
+			ONLY_ARGS="-c MPOL_BIND -c MPOL_INTERLEAVE -c vCPU" \
 			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-numa-policy-$kver"
 		;;
 	no-attr-lookup)
@@ -238,6 +242,7 @@ gmem_numa_test: "MPOL_INTERLEAVE nodes 0-1: page i on node i % 2, whatever the t
 		must_fail no-attr-lookup stock ours \
 'gmem_conversion_test: "round_trip_page" FAILED: page [0-9]+ is private, but the host can touch it
 gmem_conversion_test: "kvm_follows_the_file" FAILED: .*data page private: the guest must see guest_memfd.s zeroes' -- ONLY=gmem_conversion_test \
+			ONLY_ARGS="-c round_trip_page -c kvm_follows_the_file" \
 			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-attr-lookup-$kver"
 		;;
 	no-write)
@@ -256,7 +261,8 @@ gmem_conversion_test: "kvm_follows_the_file" FAILED: .*data page private: the gu
 'gmem_ndm_test: "a faulted page is out of the direct map.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered
 gmem_ndm_test: "GUP refuses the memory.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered
 gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory.*" was SKIPPED \(GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered' -- \
-			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-direct-map-shim"
+			ONLY=gmem_ndm_test ONLY_ARGS="-c faulted -c GUP -c populated;" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-direct-map-shim"
 		;;
 	no-uffd-ops)
 		# Our kvm.ko without its userfaultfd operations on the shim
@@ -267,7 +273,8 @@ gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory.*" was SKIPPED \(GUEST_MEMFD
 		must_fail no-uffd-ops shim ours \
 'gmem_uffd_test: "registration: MISSING and MINOR where the kernel has mm.s interface, else EINVAL" FAILED: UFFDIO_REGISTER\(MISSING \| MINOR\) on an INIT_SHARED mapping: Invalid argument
 gmem_uffd_test: "lazy restore by MISSING faults: random order, two threads, each page served once" FAILED: UFFDIO_REGISTER\(MISSING\): Invalid argument' -- \
-			ONLY=gmem_uffd_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-uffd-ops-shim"
+			ONLY=gmem_uffd_test ONLY_ARGS="-c registration: -c random" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-no-uffd-ops-shim"
 		;;
 	ndm-no-flush)
 		# A stale kernel TLB entry shows only while no full flush has
@@ -295,7 +302,8 @@ gmem_uffd_test: "lazy restore by MISSING faults: random order, two threads, each
 'gmem_ndm_test: "a vCPU runs on NO_DIRECT_MAP memory that pwrite\(\) populated; KVM writes and updates kvmclock there" FAILED: NO_DIRECT_MAP: KVM did not write kvmclock
 gmem_ndm_test: "a hole punched under kvmclock: .*" FAILED: plain guest_memfd: KVM did not write kvmclock through guest_memfd
 gmem_ndm_test: "a nested guest.s VMCB on NO_DIRECT_MAP memory: .*" FAILED: NO_DIRECT_MAP: VMLOAD of the VMCB ended in .* \(#GP: KVM could not map the VMCB\)' -- \
-			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-no-gmem-pfncache-shim"
+			ONLY=gmem_ndm_test ONLY_ARGS="-c populated; -c punched -c VMCB" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-no-gmem-pfncache-shim"
 		;;
 	ndm-vcpu-one-page)
 		# A vCPU's fault on a NO_DIRECT_MAP hole takes its page alone
@@ -305,7 +313,8 @@ gmem_ndm_test: "a nested guest.s VMCB on NO_DIRECT_MAP memory: .*" FAILED: NO_DI
 			's/(\tif \(nr_around\)\n\t\tend = kvm_gmem_vcpu_fault_end\(slot, inode, index\);\n)/\tif (0)\n\t\tend = kvm_gmem_vcpu_fault_end(slot, inode, index);\n/' || continue
 		must_fail ndm-vcpu-one-page shim ours \
 'gmem_ndm_test: "a vCPU.s fault on a hole takes its 16-page window out under one flush and maps it all" FAILED: a vCPU reading 12 holes: 12 flushes, 12 pages, 12 faults; want 1, 12, 1' -- \
-			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-vcpu-one-page-shim"
+			ONLY=gmem_ndm_test ONLY_ARGS="-c 16-page" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-ndm-vcpu-one-page-shim"
 		;;
 	no-vcpu-userfault)
 		# Our kvm.ko takes KVM_MEM_USERFAULT but its x86 fault path does
@@ -329,7 +338,8 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 			's/if \(!kvm_is_error_gpa\(gpc->gpa\) && kvm_is_userfault_memslot\(gpc->memslot\) &&/if (0 \&\&/' || continue
 		must_fail kvm-maps-ignore-userfault stock ours \
 'gmem_userfault_test: "kvmclock on a page not restored yet" FAILED: kvmclock.s page 9 was allocated before it was restored' -- \
-			ONLY=gmem_userfault_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-kvm-maps-ignore-userfault-$kver"
+			ONLY=gmem_userfault_test ONLY_ARGS="-c kvmclock" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-kvm-maps-ignore-userfault-$kver"
 		;;
 	vcpu-map-ignores-userfault)
 		# kvm_vcpu_map() (a nested VMCB on VMLOAD) does not ask the
@@ -338,7 +348,8 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 			's/\tif \(kvm_is_userfault_memslot\(slot\)\) \{\n(\t\tint r = kvm_gfn_userfault\(slot, gfn\);)/\tif (0) {\n$1/' || continue
 		must_fail vcpu-map-ignores-userfault shim ours \
 'gmem_ndm_test: "a nested VMCB on a page not restored yet \(KVM Userfault\): VMLOAD exits with its gpa, then loads it" FAILED: VMLOAD of an armed VMCB page: KVM_RUN returned 0, exit HLT' -- \
-			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-vcpu-map-ignores-userfault-shim"
+			ONLY=gmem_ndm_test ONLY_ARGS="-c restored" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-vcpu-map-ignores-userfault-shim"
 		;;
 	gpc-unbind-keeps-cache)
 		# Unbinding a gmem-only memslot leaves its pfn caches valid: a
@@ -349,7 +360,8 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 			's/\tif \(kvm_memslot_is_gmem_only\(slot\)\)\n(\t\tgfn_to_pfn_cache_gmem_invalidate\(gmem->kvm, )/\tif (0)\n$1/' || continue
 		must_fail gpc-unbind-keeps-cache shim ours \
 'gmem_ndm_test: "kvmclock follows a gmem-only memslot swapped for a plain one at the same hva" FAILED: plain guest_memfd: after the memslot swap at the same hva, kvmclock never reached the new memslot.s memory' -- \
-			ONLY=gmem_ndm_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-gpc-unbind-keeps-cache-shim"
+			ONLY=gmem_ndm_test ONLY_ARGS="-c swapped" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-gpc-unbind-keeps-cache-shim"
 		;;
 	fsx-gpc-restore)
 		fsx_mutant fsx-gpc-restore stock plain virt/kvm/pfncache.c \
@@ -414,8 +426,11 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 gmem_huge_test: "vcpu_maps_2m" FAILED: touching 3584 pages took [0-9]+ vCPU faults \(at most 16 expected\) and left 0 2 MiB mappings
 gmem_huge_test: "punch_splits_one_folio" FAILED: the first 2 MiB is no longer one PMD-mapped folio \(FilePmdMapped 0 kB\)
 gmem_huge_test: "numa_policy_per_folio" FAILED: .* in a small folio, expected node [01] in a 2 MiB one
-gmem_huge_test: "memcg_charge_and_fallback" FAILED: 0 bytes of file_thp charged' -- \
-			ONLY=gmem_huge_test BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-order-0-$kver"
+gmem_huge_test: "memcg_charge_and_fallback" FAILED: 0 bytes of file_thp charged
+gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at 0 MiB made neither a 2 MiB folio nor a counted fallback' -- \
+			ONLY=gmem_huge_test \
+			ONLY_ARGS="-c host_maps_pmd -c vcpu_maps_2m -c punch_splits -c numa_policy -c memcg -c fragmented" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-order-0-$kver"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

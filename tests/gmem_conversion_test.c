@@ -1402,10 +1402,12 @@ static const struct gmem_case cases[] = {
 	{ "wait_does_not_stall_vm", wait_does_not_stall_vm },
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
 	size_t n = sizeof(cases) / sizeof(cases[0]);
 	int was;
+
+	gmem_parse_case_args(argc, argv);
 
 	page = sysconf(_SC_PAGESIZE);
 	gmem_sigbus_setup();

@@ -708,6 +708,228 @@ out_vm:
 	return r;
 }
 
+/* Set the sysctl @path to @v, keeping what it was in @old (-1: none). */
+static bool sysctl_set(const char *path, long v, long *old)
+{
+	char buf[32];
+
+	*old = gmem_counter(path);
+	snprintf(buf, sizeof(buf), "%ld", v);
+	return *old >= 0 && gmem_write_file(path, buf);
+}
+
+static void sysctl_restore(const char *path, long old)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%ld", old);
+	if (old >= 0)
+		gmem_write_file(path, buf);
+}
+
+/* Free blocks of 2 MiB or more on @node (/proc/buddyinfo), or -1. */
+static long free_huge_blocks(int node)
+{
+	char line[512], prefix[32];
+	long n = -1, c[11];
+	FILE *f = fopen("/proc/buddyinfo", "r");
+
+	if (!f)
+		return -1;
+	snprintf(prefix, sizeof(prefix), "Node %d,", node);
+	while (fgets(line, sizeof(line), f)) {
+		char *q = strstr(line, "zone");
+
+		if (strncmp(line, prefix, strlen(prefix)) || !q)
+			continue;
+		q += 4;
+		while (*q == ' ')
+			q++;
+		q = strchr(q, ' ');	/* past the zone's name */
+		if (!q || sscanf(q, "%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld", &c[0], &c[1],
+				 &c[2], &c[3], &c[4], &c[5], &c[6], &c[7], &c[8], &c[9],
+				 &c[10]) != 11)
+			continue;
+		n = (n < 0 ? 0 : n) + c[9] + 2 * c[10];
+	}
+	fclose(f);
+	return n;
+}
+
+#define EXTFRAG		"/proc/sys/vm/extfrag_threshold"
+#define PROACTIVE	"/proc/sys/vm/compaction_proactiveness"
+
+/*
+ * A node with no free 2 MiB block: a hole's first touch takes 4 KiB folios
+ * on that node, counted in gmem_huge_fallbacks, and the node's next free
+ * 2 MiB block makes 2 MiB folios again. The node is fragmented with
+ * guest_memfd's own memory, which compaction cannot move: 2 MiB folios
+ * bound to it until the first fallback, then each punched down to its
+ * first page. Compaction is off meanwhile (vm.extfrag_threshold 1000: no
+ * request's fragmentation is bad enough; proactive compaction 0), so that
+ * neither direct compaction nor kcompactd makes a free block out of the
+ * node's movable memory behind the test's back.
+ */
+static int fragmented_node_falls_back(char *why, size_t whylen)
+{
+	size_t fill_len = 4UL << 30, len = 8 << 20, filled = 0, off;
+	long extfrag = -1, proactive = -1, base, fallbacks;
+	int kvm, vm, fill_fd = -1, fd = -1, r, cpu, node, rounds = 0;
+	uint8_t *fill = MAP_FAILED, *p = NULL;
+	cpu_set_t all_cpus;
+
+	if (read_online_nodes() < 2) {
+		snprintf(why, whylen, "one memory node: boot the guest with NUMA=2");
+		return KSFT_SKIP;
+	}
+	cpu = first_cpu_of(0);
+	if (cpu < 0) {
+		snprintf(why, whylen, "node 0 has no CPU");
+		return KSFT_FAIL;
+	}
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	sched_getaffinity(0, sizeof(all_cpus), &all_cpus);
+	/* On node 0, every file bound to node 1: nothing lands there by luck. */
+	pin_cpu(cpu);
+	/* Should node 1 run out after all, the OOM killer takes this test. */
+	gmem_write_file("/proc/self/oom_score_adj", "1000");
+	if (!sysctl_set(EXTFRAG, 1000, &extfrag) || !sysctl_set(PROACTIVE, 0, &proactive)) {
+		snprintf(why, whylen, "cannot turn compaction off (%s, %s): %s", EXTFRAG,
+			 PROACTIVE, strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+
+	fill_fd = gmem_create(vm, fill_len, FLAGS);
+	if (fill_fd >= 0)
+		fill = mmap(NULL, fill_len, PROT_READ | PROT_WRITE, MAP_SHARED, fill_fd, 0);
+	if (fill == MAP_FAILED || sys_mbind(fill, fill_len, MPOL_BIND, 2)) {
+		snprintf(why, whylen, "a %zu GiB HUGEPAGE file bound to node 1: %s",
+			 fill_len >> 30, strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (free_huge_blocks(1) < 0) {
+		snprintf(why, whylen, "node 1 is not in /proc/buddyinfo");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	/*
+	 * Fill until a 2 MiB allocation fails, then punch what was filled
+	 * down to one page per 2 MiB; again while node 1 still has a free
+	 * 2 MiB block (the watermarks keep some back while the node is full).
+	 */
+	for (rounds = 0; free_huge_blocks(1) != 0; rounds++) {
+		size_t from = filled;
+
+		base = gmem_counter(HUGE_FALLBACKS);
+		if (base < 0 || rounds == 8) {
+			snprintf(why, whylen, "node 1 still has %ld free 2 MiB blocks after %d rounds, %zu MiB filled (gmem_huge_fallbacks %ld)",
+				 free_huge_blocks(1), rounds, filled >> 20, base);
+			r = KSFT_FAIL;
+			goto out;
+		}
+		for (off = from; off < fill_len && gmem_counter(HUGE_FALLBACKS) == base;
+		     off += SZ_2M) {
+			long folios = gmem_counter(HUGE_FOLIOS);
+
+			/*
+			 * Its first page: that takes its 2 MiB where one is
+			 * free, one 4 KiB page where none is (not 512 on a
+			 * node at its watermark, which would be an OOM).
+			 */
+			if (fallocate(fill_fd, FALLOC_FL_KEEP_SIZE, off, page)) {
+				snprintf(why, whylen, "filling node 1: fallocate at %zu MiB: %s",
+					 off >> 20, strerror(errno));
+				r = KSFT_FAIL;
+				goto out;
+			}
+			/* Not on and on into an OOM where no folio is 2 MiB. */
+			if (gmem_counter(HUGE_FOLIOS) != folios + 1 &&
+			    gmem_counter(HUGE_FALLBACKS) == base) {
+				snprintf(why, whylen, "fallocate of the 2 MiB at %zu MiB made neither a 2 MiB folio nor a counted fallback (gmem_huge_folios %ld -> %ld)",
+					 off >> 20, folios, gmem_counter(HUGE_FOLIOS));
+				r = KSFT_FAIL;
+				goto out;
+			}
+		}
+		filled = off;
+		for (off = from; off < filled; off += SZ_2M) {
+			if (fallocate(fill_fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE,
+				      off + page, SZ_2M - page)) {
+				snprintf(why, whylen, "punching the filler at %zu MiB: %s",
+					 off >> 20, strerror(errno));
+				r = KSFT_FAIL;
+				goto out;
+			}
+		}
+	}
+
+	p = huge_map(vm, len, &fd, why, whylen);
+	if (!p || sys_mbind(p, len, MPOL_BIND, 2)) {
+		if (p)
+			snprintf(why, whylen, "mbind: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	fallbacks = gmem_counter(HUGE_FALLBACKS);
+	gmem_fill(p, 0, SZ_2M, 0x2b);
+	node = node_of(p + 3 * page);
+	if (in_huge_folio(p) != 0 || gmem_counter(HUGE_FALLBACKS) != fallbacks + 1 ||
+	    gmem_cached_pages(fd, 0, SZ_2M) != (long)(SZ_2M / page) || node != 1 ||
+	    gmem_check(p, 0, SZ_2M, 0x2b) != -1) {
+		snprintf(why, whylen, "node 1 fragmented (%zu MiB filled, one page kept per 2 MiB): the touch took %s folio on node %d, gmem_huge_fallbacks %ld -> %ld, %ld of 512 pages cached",
+			 filled >> 20, in_huge_folio(p) == 1 ? "a 2 MiB" : "4 KiB", node,
+			 fallbacks, gmem_counter(HUGE_FALLBACKS), gmem_cached_pages(fd, 0, SZ_2M));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	ksft_print_msg("node 1 fragmented: %zu MiB of 2 MiB folios bound there in %d rounds, one page of each kept; a touch took 4 KiB folios\n",
+		       filled >> 20, rounds);
+	/*
+	 * The filler gone and compaction back, node 1 has free 2 MiB blocks
+	 * again, once the pages freed one by one have left the per-CPU lists
+	 * (an order-9 failure drains them, once compaction is not skipped;
+	 * vmstat's work every second too): the range is punched and touched
+	 * again until then, for at most 10 s.
+	 */
+	munmap(fill, fill_len);
+	fill = MAP_FAILED;
+	close(fill_fd);
+	fill_fd = -1;
+	sysctl_restore(PROACTIVE, proactive);
+	sysctl_restore(EXTFRAG, extfrag);
+	extfrag = proactive = -1;
+	for (int i = 0; i < 10 && in_huge_folio(p + SZ_2M) != 1; i++) {
+		fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, SZ_2M, SZ_2M);
+		sleep(1);
+	}
+	node = node_of(p + SZ_2M + 3 * page);
+	if (in_huge_folio(p + SZ_2M) != 1 || node != 1) {
+		snprintf(why, whylen, "with the filler freed, for 10 s a touch took %s folio on node %d, expected a 2 MiB one on node 1",
+			 in_huge_folio(p + SZ_2M) == 1 ? "a 2 MiB" : "a 4 KiB", node);
+		r = KSFT_FAIL;
+	}
+out:
+	if (p)
+		munmap(p, len);
+	if (fd >= 0)
+		close(fd);
+	if (fill != MAP_FAILED)
+		munmap(fill, fill_len);
+	if (fill_fd >= 0)
+		close(fill_fd);
+	sysctl_restore(PROACTIVE, proactive);
+	sysctl_restore(EXTFRAG, extfrag);
+	gmem_write_file("/proc/self/oom_score_adj", "0");
+	sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
+	close(vm);
+	close(kvm);
+	return r;
+}
+
 static int crossings_refused(char *why, size_t whylen)
 {
 	int kvm, vm, fd, plain = -1, uffd = -1, swp = -1, r, e;
@@ -799,7 +1021,7 @@ out:
 	return r;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const struct gmem_case cases[] = {
 		{ "flags_offered", flags_offered },
@@ -809,10 +1031,12 @@ int main(void)
 		{ "punch_splits_one_folio", punch_splits_one_folio },
 		{ "numa_policy_per_folio", numa_policy_per_folio },
 		{ "memcg_charge_and_fallback", memcg_charge_and_fallback },
+		{ "fragmented_node_falls_back", fragmented_node_falls_back },
 		{ "crossings_refused", crossings_refused },
 		{ "userfault_memslot_maps_4k", userfault_memslot_maps_4k },
 	};
 
+	gmem_parse_case_args(argc, argv);
 	page = sysconf(_SC_PAGESIZE);
 	gmem_sigbus_setup();
 	run_cases(cases, sizeof(cases) / sizeof(cases[0]));

@@ -2195,9 +2195,11 @@ static const struct gmem_case_check ndm_folios_check = {
 	.after = ndm_folios_back,
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
 	int ko;
+
+	gmem_parse_case_args(argc, argv);
 
 	page = getpagesize();
 	sched_getaffinity(0, sizeof(all_cpus), &all_cpus);

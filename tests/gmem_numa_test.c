@@ -675,9 +675,11 @@ static const struct gmem_case cases[] = {
 	  no_direct_map_ranges },
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
 	int kvm;
+
+	gmem_parse_case_args(argc, argv);
 
 	page = getpagesize();
 	nnodes = read_online_nodes();

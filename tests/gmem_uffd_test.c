@@ -1264,8 +1264,9 @@ static const struct gmem_case cases[] = {
 	{ "MINOR on a page fallocate() allocated: UFFDIO_CONTINUE maps it zeroed", minor_on_allocated_page },
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
+	gmem_parse_case_args(argc, argv);
 	page = getpagesize();
 	gmem_sigbus_setup();
 	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);

@@ -556,8 +556,9 @@ static const struct gmem_case cases[] = {
 	{ "toggling the flag under a running vCPU", flag_toggles },
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
+	gmem_parse_case_args(argc, argv);
 	page = getpagesize();
 	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm_fd < 0)

@@ -294,18 +294,63 @@ struct gmem_case_check {
 	int (*after)(const struct gmem_case *c, long before, char *why, size_t whylen);
 };
 
+/*
+ * The cases to run: all of them, or with "-c TEXT" arguments those whose
+ * names contain one of the TEXTs (make check's must-fail runs, ONLY_ARGS:
+ * a mutant needs only the cases it must fail, not the program's whole run
+ * on a TCG guest). A TEXT that names no case fails the run.
+ */
+#define GMEM_MAX_CASE_ARGS 16
+static const char *gmem_case_args[GMEM_MAX_CASE_ARGS];
+static int gmem_nr_case_args;
+
+static inline void gmem_parse_case_args(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-c") || i + 1 == argc ||
+		    gmem_nr_case_args == GMEM_MAX_CASE_ARGS)
+			ksft_exit_fail_msg("usage: %s [-c TEXT]... (at most %d)\n",
+					   argv[0], GMEM_MAX_CASE_ARGS);
+		gmem_case_args[gmem_nr_case_args++] = argv[++i];
+	}
+}
+
+static inline bool gmem_case_chosen(const char *name)
+{
+	if (!gmem_nr_case_args)
+		return true;
+	for (int i = 0; i < gmem_nr_case_args; i++)
+		if (strstr(name, gmem_case_args[i]))
+			return true;
+	return false;
+}
+
 /* Run @n cases, each under its own timeout, as TAP; @check may be NULL. */
 static inline void run_cases_checked(const struct gmem_case *cases, size_t n,
 				     const struct gmem_case_check *check)
 {
+	size_t chosen = 0;
 	char why[512];
 
+	for (int a = 0; a < gmem_nr_case_args; a++) {
+		size_t hits = 0;
+
+		for (size_t i = 0; i < n; i++)
+			hits += !!strstr(cases[i].name, gmem_case_args[a]);
+		if (!hits)
+			ksft_exit_fail_msg("-c %s: no such case\n", gmem_case_args[a]);
+	}
+	for (size_t i = 0; i < n; i++)
+		chosen += gmem_case_chosen(cases[i].name);
 	ksft_print_header();
-	ksft_set_plan(n);
+	ksft_set_plan(chosen);
 	for (size_t i = 0; i < n; i++) {
-		long before = check ? check->before() : 0;
+		long before;
 		int ret;
 
+		if (!gmem_case_chosen(cases[i].name))
+			continue;
+		before = check ? check->before() : 0;
 		why[0] = 0;
 		arm_timeout();
 		ret = cases[i].fn(why, sizeof(why));
