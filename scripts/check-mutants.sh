@@ -113,7 +113,11 @@ seed_obj() {
 	esac
 	rm -rf "$dir"
 	[ -f "$from/Module.symvers" ] || return 0
-	cp -a "$from" "$dir"
+	# Under the lock build-modules.sh holds while it builds there: make
+	# check runs the shim tier and its must-fail runs side by side, and
+	# the tier's build (nothing to do by then) may be running.
+	( cache_lock "kbuild-$(basename "$(kbuild_path "$top" "$from")")"
+	  cp -a "$from" "$dir" )
 	repoint "$dir" "$from" "$dir"
 	# Kbuild saw both through their fixed paths (build-modules.sh).
 	repoint "$dir" "$(kbuild_path "$top" "$from")" "$(kbuild_path "$top" "$dir")"
