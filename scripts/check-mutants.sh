@@ -35,6 +35,11 @@
 #   huge-order-0     stock tier, gmem_huge_test, our kvm.ko that offers and
 #                    accepts GUEST_MEMFD_FLAG_HUGEPAGE but allocates 4 KiB
 #                    folios (each case names the mapping size it misses)
+#   huge-level-by-host-mapping stock tier, gmem_huge_test, our kvm.ko without
+#                    KVM patch 0031: a gmem-only memslot's mapping level
+#                    bounded by the VMM's page tables at userspace_addr
+#   huge-fallback-uncounted stock tier, gmem_huge_test, our kvm.ko that falls
+#                    back to 4 KiB folios without counting it
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
@@ -199,7 +204,8 @@ mutants=("$@")
 			 fsx-gpc-restore fsx-conversion-ignores-pins fsx-ndm-window-into-punched
 			 fsx-ndm-vcpu-one-page fsx-ndm-failed-zap-stays-up-to-date
 			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window fsx-threads-private-readable
-			 huge-order-0 fsx-huge-order-0 fsx-huge-policy-by-page)
+			 huge-order-0 huge-level-by-host-mapping huge-fallback-uncounted
+			 fsx-huge-order-0 fsx-huge-policy-by-page)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -435,6 +441,28 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at 0
 			ONLY=gmem_huge_test \
 			ONLY_ARGS="-c host_maps_pmd -c vcpu_maps_2m -c punch_splits -c numa_policy -c memcg -c fragmented" \
 			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-order-0-$kver"
+		;;
+	huge-level-by-host-mapping)
+		# Without KVM patch 0031: the level of a gmem-only memslot's
+		# mapping comes from the VMM's page tables at userspace_addr,
+		# where nothing maps the memory a vCPU touches first.
+		mutate huge-level-by-host-mapping arch/x86/kvm/mmu/mmu.c \
+			's/fault->is_private \|\|\n\s+kvm_memslot_is_gmem_only\(slot\)\);/fault->is_private);/' || continue
+		must_fail huge-level-by-host-mapping stock ours \
+'gmem_huge_test: "vcpu_maps_2m" FAILED: touching 3584 pages took [0-9]+ vCPU faults \(at most 16 expected\) and left [0-6] 2 MiB mappings' -- \
+			ONLY=gmem_huge_test ONLY_ARGS="-c vcpu_maps_2m" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-level-by-host-mapping-$kver"
+		;;
+	huge-fallback-uncounted)
+		# A 2 MiB folio that cannot be had or charged falls back
+		# uncounted.
+		mutate huge-fallback-uncounted virt/kvm/guest_memfd.c \
+			's/atomic_inc\(&kvm_gmem_huge_fallbacks\);/(void)0;/g' || continue
+		must_fail huge-fallback-uncounted stock ours \
+'gmem_huge_test: "memcg_charge_and_fallback" FAILED: at the cgroup.s limit a touch of a hole took a 4 KiB folio, gmem_huge_fallbacks ([0-9]+) -> \1,
+gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [0-9]+ MiB made neither a 2 MiB folio nor a counted fallback' -- \
+			ONLY=gmem_huge_test ONLY_ARGS="-c memcg -c fragmented" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-fallback-uncounted-$kver"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

@@ -175,6 +175,15 @@ must_fail_step() {
 start_step "tier stock-boot (a Linux guest)" build/results/tier-stock-boot.log qemu/test-tier.sh stock-boot
 start_step "package: dkms build (native)" build/results/dkms-build.log scripts/check-dkms-build.sh
 start_step "Debian 13: series, modules, CRCs" build/results/debian13-build.log scripts/check-release-build.sh 13
+# gmem_huge_test's fragmented-node case fills a memory node: 3 s in a new
+# guest, 10-80 s after other programs under TCG, so it runs in a guest of
+# its own, beside the must-fail runs (in the shim group too).
+fragmented_step() {
+	start_step "2 MiB folios: a fragmented node, $1" "build/results/$2-check.log" \
+		env ONLY=gmem_huge_test ONLY_ARGS="-c fragmented" REGRESSION=0 \
+		qemu/test-tier.sh "$1" --tier "$2" --results "build/results/$2"
+}
+fragmented_step stock huge-fragmented
 must_fail_step "Debian's modules" debian-modules
 must_fail_step "Linux guest, Debian's modules" debian-boot
 must_fail_step "ours without host mmap" no-host-mmap
@@ -187,6 +196,8 @@ must_fail_step "the exerciser: kvmclock's pfn cache in a restore" fsx-gpc-restor
 must_fail_step "the exerciser: a conversion ignores a pin" fsx-conversion-ignores-pins
 must_fail_step "the exerciser's threads: a private page the host can read" fsx-threads-private-readable
 must_fail_step "2 MiB folios allocated 4 KiB" huge-order-0
+must_fail_step "2 MiB vCPU mappings bounded by the VMM's page tables" huge-level-by-host-mapping
+must_fail_step "a 4 KiB fallback not counted" huge-fallback-uncounted
 must_fail_step "the exerciser: 2 MiB folios allocated 4 KiB" fsx-huge-order-0
 must_fail_step "the exerciser: a 2 MiB folio placed by its touched page's policy" fsx-huge-policy-by-page
 end_steps
@@ -209,6 +220,7 @@ start_step "harness fails when it should" build/results/harness-check.log script
 start_step "front ends: qemu-run, bench, qemu-shell" build/results/frontends.log scripts/check-frontends.sh
 wait_for_step "$shim_modules"
 start_step "tier shim-boot (a Linux guest)" build/results/tier-shim-boot.log qemu/test-tier.sh shim-boot
+fragmented_step shim huge-fragmented-shim
 must_fail_step "ours without NO_DIRECT_MAP" no-direct-map
 must_fail_step "ours without the TLB flush" ndm-no-flush
 must_fail_step "pfn caches not on guest_memfd" ndm-no-gmem-pfncache
