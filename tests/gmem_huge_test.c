@@ -587,12 +587,14 @@ static int node_of(volatile uint8_t *p)
 	return node;
 }
 
-static int numa_policy_per_folio(char *why, size_t whylen)
+/*
+ * A default VM, this thread on a CPU of node 0 (its affinity saved in
+ * @all_cpus), for a case that binds memory to node 1: nothing lands there
+ * by luck. A KSFT_* code other than PASS where that cannot be had.
+ */
+static int open_vm_on_node0(int *kvm, int *vm, cpu_set_t *all_cpus, char *why, size_t whylen)
 {
-	size_t len = 8 << 20;
-	int kvm, vm, fd, r, cpu, want, node;
-	cpu_set_t all_cpus;
-	uint8_t *p;
+	int cpu, r;
 
 	if (read_online_nodes() < 2) {
 		snprintf(why, whylen, "one memory node: boot the guest with NUMA=2");
@@ -603,11 +605,24 @@ static int numa_policy_per_folio(char *why, size_t whylen)
 		snprintf(why, whylen, "node 0 has no CPU");
 		return KSFT_FAIL;
 	}
-	r = open_vm(&kvm, &vm, 0, why, whylen);
+	r = open_vm(kvm, vm, 0, why, whylen);
 	if (r != KSFT_PASS)
 		return r;
-	sched_getaffinity(0, sizeof(all_cpus), &all_cpus);
+	sched_getaffinity(0, sizeof(*all_cpus), all_cpus);
 	pin_cpu(cpu);
+	return KSFT_PASS;
+}
+
+static int numa_policy_per_folio(char *why, size_t whylen)
+{
+	size_t len = 8 << 20;
+	int kvm, vm, fd, r, want, node;
+	cpu_set_t all_cpus;
+	uint8_t *p;
+
+	r = open_vm_on_node0(&kvm, &vm, &all_cpus, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
 	p = huge_map(vm, len, &fd, why, whylen);
 	if (!p) {
 		r = KSFT_FAIL;
@@ -774,26 +789,14 @@ static int fragmented_node_falls_back(char *why, size_t whylen)
 {
 	size_t fill_len = 4UL << 30, len = 8 << 20, filled = 0, off;
 	long extfrag = -1, proactive = -1, base, fallbacks;
-	int kvm, vm, fill_fd = -1, fd = -1, r, cpu, node, rounds = 0;
+	int kvm, vm, fill_fd = -1, fd = -1, r, node, rounds = 0;
 	uint8_t *fill = MAP_FAILED, *p = NULL;
 	time_t t0 = time(NULL), t1;
 	cpu_set_t all_cpus;
 
-	if (read_online_nodes() < 2) {
-		snprintf(why, whylen, "one memory node: boot the guest with NUMA=2");
-		return KSFT_SKIP;
-	}
-	cpu = first_cpu_of(0);
-	if (cpu < 0) {
-		snprintf(why, whylen, "node 0 has no CPU");
-		return KSFT_FAIL;
-	}
-	r = open_vm(&kvm, &vm, 0, why, whylen);
+	r = open_vm_on_node0(&kvm, &vm, &all_cpus, why, whylen);
 	if (r != KSFT_PASS)
 		return r;
-	sched_getaffinity(0, sizeof(all_cpus), &all_cpus);
-	/* On node 0, every file bound to node 1: nothing lands there by luck. */
-	pin_cpu(cpu);
 	/* Should node 1 run out after all, the OOM killer takes this test. */
 	gmem_write_file("/proc/self/oom_score_adj", "1000");
 	/*
