@@ -17,7 +17,8 @@
 #                 have virtio-blk, ext4 and 9p built in
 #   --append      extra kernel command line arguments
 #   --interactive the console is this terminal too (Ctrl-A X quits QEMU)
-# Environment: NUMA=N boots the guest with N memory nodes (default 1).
+# Environment: NUMA=N boots the guest with N memory nodes (default 1);
+# GUEST_MB=M gives it M MiB of memory (default 3072), split over the nodes.
 # Exit status: the guest's run.sh status; 124 = timed out (QEMU killed);
 # 125 = no exit status came back (guest crashed, panicked or QEMU failed).
 # Never uses KVM: the host's /dev/kvm is not to be relied on.
@@ -96,12 +97,16 @@ else
 	root=/dev/vda
 	qemu+=(-drive "file=$image,if=virtio,format=raw,snapshot=on")
 fi
-# NUMA=N (environment): N memory nodes, the 3 GiB split evenly, and the
+# NUMA=N (environment): N memory nodes, the memory split evenly, and the
 # CPUs (at least 2, one per node) spread over them round-robin.
 numa=${NUMA:-1}
 [[ "$numa" =~ ^[1-8]$ ]] || die "NUMA must be 1 to 8 nodes, got '$numa'"
+guest_mb=${GUEST_MB:-3072}
+if [[ ! "$guest_mb" =~ ^[0-9]+$ ]] || ((guest_mb < 512)); then
+	die "GUEST_MB must be at least 512 (MiB), got '$guest_mb'"
+fi
 cpus=$((numa > 2 ? numa : 2))
-node_mb=$((3072 / numa))
+node_mb=$((guest_mb / numa))
 if ((numa > 1)); then
 	for ((i = 0; i < numa; i++)); do
 		qemu+=(-object "memory-backend-ram,id=mem$i,size=${node_mb}M")

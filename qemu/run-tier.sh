@@ -119,6 +119,13 @@ elif [[ "$modules" == *.deb ]]; then
 else
 	[[ -f "$modules/kvm.ko" ]] || die "--modules $modules: no kvm.ko there (or say --modules stock)"
 	cp "$modules"/*.ko "$share/modules/"
+	# What run.sh would ask modinfo in the guest, read here: kmod's tools
+	# take ~1 s each to start on the KASAN kernel under TCG.
+	need_tools modinfo:kmod
+	for ko in "$share"/modules/*.ko; do
+		modinfo -F depends "$ko" >"$ko.depends"
+		modinfo -F srcversion "$ko" >"$ko.srcversion"
+	done
 fi
 if [[ -n "$tests" ]]; then
 	[[ -f "$tests/list" ]] || die "--tests $tests: no 'list' file there"
@@ -180,7 +187,7 @@ summary="$results/summary.txt"
 	echo "tier:    $tier"
 	echo "kernel:  $(cat "$kdir/kver") ($kdir)"
 	echo "modules: $modules"
-	echo "numa:    ${NUMA:-1} node(s) (NUMA=)"
+	echo "numa:    ${NUMA:-1} node(s) (NUMA=), ${GUEST_MB:-3072} MiB (GUEST_MB=)"
 	printf '%-28s %5s %5s %5s\n' "TAP file" pass fail skip
 	for tap in "$results"/*.tap; do
 		[[ -f "$tap" ]] || continue

@@ -20,6 +20,7 @@
 #   BUILD_OBJ=DIR   our modules from DIR (scripts/build-modules.sh's output)
 #   NUMA=N          memory nodes of the guest; the x86 tiers boot 2 by default,
 #                   for gmem_numa_test (qemu/boot.sh)
+#   GUEST_MB=M      the guest's memory (3072 MiB by default; qemu/boot.sh)
 #   ONLY='A B'      run only these programs of the tier's lists (and judge
 #                   only their rules), e.g. ONLY=gmem_numa_test
 #   ONLY_ARGS='...' with ONLY: arguments for those programs, e.g. a must-fail

@@ -178,9 +178,11 @@ start_step "Debian 13: series, modules, CRCs" build/results/debian13-build.log s
 # gmem_huge_test's fragmented-node case fills a memory node: 3 s in a new
 # guest, 10-80 s after other programs under TCG, so it runs in a guest of
 # its own, beside the must-fail runs (in the shim group too).
+# 1 GiB of guest memory: the case fills node 1 (half of it) to its last
+# free 2 MiB block, a TCG-time cost that grows with the node's size.
 fragmented_step() {
 	start_step "2 MiB folios: a fragmented node, $1" "build/results/$2-check.log" \
-		env ONLY=gmem_huge_test ONLY_ARGS="-c fragmented" REGRESSION=0 \
+		env ONLY=gmem_huge_test ONLY_ARGS="-c fragmented" REGRESSION=0 GUEST_MB=1024 \
 		qemu/test-tier.sh "$1" --tier "$2" --results "build/results/$2"
 }
 fragmented_step stock huge-fragmented

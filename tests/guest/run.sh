@@ -29,11 +29,35 @@ results=$share/results
 mods=$share/modules
 mkdir -p "$results"
 
+# Builtins where a program would do: under TCG each program started costs
+# ~0.1 s on Debian's kernel and 0.2-1 s on the KASAN kernel (kmod's tools
+# the most: they load libcrypto), and every guest boot pays for these.
+
 # tap_counts FILE: "PASS FAIL SKIP" counts of its top-level TAP result lines.
 tap_counts() {
-	awk '/^not ok([ \t]|$)/ { f++; next }
-	     /^ok([ \t]|$)/ { if (tolower($0) ~ /#[ \t]*skip/) s++; else p++ }
-	     END { print p+0, f+0, s+0 }' "$1"
+	local line p=0 f=0 s=0 skip='#[[:space:]]*[sS][kK][iI][pP]'
+	while IFS= read -r line || [[ -n "$line" ]]; do
+		if [[ "$line" =~ ^not\ ok([[:space:]]|$) ]]; then
+			f=$((f + 1))
+		elif [[ "$line" =~ ^ok([[:space:]]|$) ]]; then
+			if [[ "$line" =~ $skip ]]; then s=$((s + 1)); else p=$((p + 1)); fi
+		fi
+	done <"$1"
+	echo "$p $f $s"
+}
+
+# has_result FILE: it has a TAP result line (ok / not ok).
+has_result() {
+	local line
+	while IFS= read -r line || [[ -n "$line" ]]; do
+		[[ ! "$line" =~ ^(not\ )?ok([[:space:]]|$) ]] || return 0
+	done <"$1"
+	return 1
+}
+
+# insmod_file FILE: the static busybox's insmod where the image has one.
+insmod_file() {
+	if [[ -x /bin/busybox ]]; then /bin/busybox insmod "$1"; else insmod "$1"; fi
 }
 
 progress() { printf '[%4ds] run.sh: %s\n' "$SECONDS" "$*"; }
@@ -45,23 +69,30 @@ n=0
 tap_line() { n=$((n + 1)); echo "$1 $n - $2" >>"$tap"; progress "$1 - $2"; }
 note() { echo "# $*" >>"$tap"; progress "$*"; }
 
-cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo || true)	# x86 only
+cpu_flags=	# x86 only
+while IFS= read -r line; do
+	[[ "$line" != flags* ]] || { cpu_flags=$line; break; }
+done </proc/cpuinfo
 has_flag() { [[ " ${cpu_flags#*:} " == *" $1 "* ]]; }
 
 # load_ours FILE: insmod one of our modules after modprobing the Debian
-# modules it depends on (irqbypass, ccp, ...); kvm itself comes from us.
+# modules it depends on (irqbypass, ccp, ...) that are not loaded yet; kvm
+# itself comes from us. FILE.depends: modinfo's answer, read on the host.
 load_ours() {
-	local file=$1 dep
-	for dep in $(modinfo -F depends "$file" | tr ',' ' '); do
-		[[ "$dep" == kvm ]] || modprobe "$dep"
+	local file=$1 dep deps
+	if [[ -f "$file.depends" ]]; then read -r deps <"$file.depends" || true
+	else deps=$(modinfo -F depends "$file"); fi
+	for dep in ${deps//,/ }; do
+		[[ "$dep" == kvm || -d /sys/module/$dep ]] || modprobe "$dep"
 	done
-	insmod "$file"
+	insmod_file "$file"
 }
 
 # dkms mode: the package to install, the one to upgrade to, and the MOK key
 # we make for dkms to sign with. dkms_version: the version installed.
-dkms_deb=$(find "$mods" -maxdepth 1 -name 'kvm-gmem-dkms_*.deb' | head -n 1)
-dkms_upgrade_deb=$(find "$share/tests" -maxdepth 1 -name 'kvm-gmem-dkms_*.deb' | head -n 1)
+first_file() { if [[ -f "$1" ]]; then echo "$1"; fi; }
+dkms_deb=$(first_file "$mods"/kvm-gmem-dkms_*.deb)
+dkms_upgrade_deb=$(first_file "$share"/tests/kvm-gmem-dkms_*.deb)
 dkms_key_cn="kvm-gmem test dkms key"
 dkms_version=
 
@@ -267,12 +298,15 @@ elif [[ -f "$mods/USE_STOCK" ]]; then
 	if modprobe kvm; then tap_line ok "modprobe kvm (stock)"; else tap_line "not ok" "modprobe kvm (stock)"; fi
 elif [[ -f "$mods/kvm.ko" ]]; then
 	note "modules: ours ($(cd "$mods" && echo *.ko))"
-	# Our kvm.ko needs irqbypass, which Debian provides.
-	if modprobe irqbypass && load_ours "$mods/kvm.ko"; then
+	# Our kvm.ko needs irqbypass, which Debian provides (load_ours).
+	if load_ours "$mods/kvm.ko"; then
 		tap_line ok "insmod kvm.ko"
 		# Make sure the kvm now loaded is the file we were given.
-		want=$(modinfo -F srcversion "$mods/kvm.ko" || true)
-		have=$(cat /sys/module/kvm/srcversion 2>/dev/null || echo none)
+		want=
+		if [[ -f "$mods/kvm.ko.srcversion" ]]; then read -r want <"$mods/kvm.ko.srcversion" || true
+		else want=$(modinfo -F srcversion "$mods/kvm.ko" || true); fi
+		have=none
+		[[ ! -f /sys/module/kvm/srcversion ]] || read -r have </sys/module/kvm/srcversion
 		if [[ -z "$want" ]]; then note "kvm.ko has no srcversion: cannot check it is the one loaded"
 		elif [[ "$want" == "$have" ]]; then tap_line ok "loaded kvm is ours (srcversion $have)"
 		else tap_line "not ok" "loaded kvm srcversion $have, expected $want"; fi
@@ -292,7 +326,7 @@ else
 fi
 
 if [[ -f /sys/module/kvm/version ]]; then
-	note "kvm module version: $(cat /sys/module/kvm/version)"
+	note "kvm module version: $(</sys/module/kvm/version)"
 elif [[ -f "$mods/BUILTIN" ]]; then
 	:	# built in: no module, no version
 else
@@ -322,8 +356,7 @@ else
 fi
 if [[ -c /dev/kvm ]]; then tap_line ok "/dev/kvm exists"; else tap_line "not ok" "/dev/kvm exists"; fi
 # NUMA=N on the host (qemu/boot.sh): the guest must see N memory nodes.
-# Builtins here and at the end: under TCG a program started costs ~0.1 s,
-# ~1 s on the KASAN kernel, and every guest boot pays for these.
+# Builtins here and at the end (see tap_counts).
 want_nodes=1
 [[ ! -f "$share/numa-nodes" ]] || read -r want_nodes <"$share/numa-nodes"
 if ((want_nodes > 1)); then
@@ -390,7 +423,7 @@ while read -r name limit params; do
 	fi
 	# Make the TAP tell the truth: a result line for every way a test can
 	# end without one, never a made-up pass.
-	if grep -qE '^(not )?ok([[:space:]]|$)' "$out"; then has_tap=1; else has_tap=; fi
+	if has_result "$out"; then has_tap=1; else has_tap=; fi
 	if [[ -n "$exit_status_only" && -z "$has_tap" ]] && ((rc == 0)); then
 		printf '1..1\nok 1 - %s (exit status 0; it prints no TAP of its own)\n' "$name" >>"$out"
 		has_tap=1
