@@ -34,7 +34,8 @@ deps:
 
 prepare:
 	@scripts/install-deps.sh $(if $(DKMS),dkms,build)
-	@KVM_GMEM_MODULES_ONLY=$(DKMS) scripts/prepare.sh
+	@$(if $(DKMS),scripts/check-source-version.sh $(KDIR))
+	@KVM_GMEM_MODULES_ONLY=$(DKMS) KVM_GMEM_ALLOW_OFFSETS=$(DKMS) scripts/prepare.sh
 
 modules: prepare
 	@KVM_GMEM_MODULES_ONLY=$(DKMS) scripts/build-modules.sh $(KVER) $(KDIR)

@@ -4,6 +4,10 @@
 # host's own apt configuration and package lists are left as they are, and
 # signatures are checked against the host's keyring as usual.
 #   debian-archive.sh SUITE version PACKAGE        -> its newest version
+#   debian-archive.sh SUITE versions PACKAGE       -> every version, oldest first
+#   debian-archive.sh SUITE sha256 PACKAGE=VERSION -> the index's SHA256 of its .deb
+#   debian-archive.sh SUITE records PACKAGE...     -> "PACKAGE VERSION SHA256" of every
+#                                                     version (amd64 or all), one apt-cache run
 #   debian-archive.sh SUITE download DIR PKG=VER... -> the .debs, into DIR
 # SUITE: bookworm or trixie (with their updates and security suites),
 # bookworm-backports, sid.
@@ -29,7 +33,8 @@ dir="$KVM_GMEM_CACHE/apt-$suite"
 opts=(-o Dir::Etc::SourceList="$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
       -o Dir::State::Lists="$dir/lists" -o Dir::Cache="$dir"
       -o Dir::Cache::archives="$dir/archives" -o Debug::NoLocking=1
-      -o APT::Get::List-Cleanup=0 -o APT::Sandbox::User=root)
+      -o APT::Get::List-Cleanup=0 -o APT::Sandbox::User=root
+      -o Dir::State::status=/dev/null)
 
 # The lists are refreshed when older than an hour: what "newest" means
 # follows the archive, one apt-get update per run at most.
@@ -49,11 +54,25 @@ version)
 	v=$(apt-cache "${opts[@]}" show "$1" 2>/dev/null | sed -n 's/^Version: //p' | sort -V | tail -n 1)
 	[ -n "$v" ] || die "Debian $suite has no package $1"
 	echo "$v" ;;
+versions)
+	v=$(apt-cache "${opts[@]}" show "$1" 2>/dev/null | sed -n 's/^Version: //p' | sort -uV || true)
+	[ -n "$v" ] || die "Debian $suite has no package $1"
+	echo "$v" ;;
+sha256)
+	# The amd64 entry where the package has one per architecture.
+	v=$(apt-cache "${opts[@]}" show "$1" 2>/dev/null |
+		awk '/^Architecture:/ { a = $2 } /^SHA256:/ && (a == "amd64" || a == "all") { print $2; exit }' || true)
+	[ -n "$v" ] || die "Debian $suite has no package $1"
+	echo "$v" ;;
+records)
+	apt-cache "${opts[@]}" show "$@" 2>/dev/null |
+		awk '/^Package:/ { p = $2 } /^Version:/ { v = $2 } /^Architecture:/ { a = $2 }
+		     /^SHA256:/ && (a == "amd64" || a == "all") { print p, v, $2 }' || true ;;
 download)
 	dest=$1
 	shift
 	mkdir -p "$dest"
 	(cd "$dest" && apt-get "${opts[@]}" -q download "$@") > "$dir/download.log" 2>&1 ||
 		{ cat "$dir/download.log" >&2; die "apt-get download from Debian $suite failed: $*"; } ;;
-*)	die "unknown command '$cmd' (version, download)" ;;
+*)	die "unknown command '$cmd' (version, versions, sha256, records, download)" ;;
 esac

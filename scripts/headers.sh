@@ -17,14 +17,15 @@ kdir="$root/usr/src/linux-headers-$kver"
 if [ ! -f "$root/.complete" ]; then
 	pkgs=("linux-headers-$kver=$pkgver" "linux-headers-$abi-common=$pkgver" "linux-kbuild-$abi=$pkgver")
 	step "downloading headers for $kver ($pkgver)" >&2
-	if [ -n "$debian_native" ]; then
+	if [ -n "$debian_native" ] && [ -z "${KVM_GMEM_PKGVER:-}" ]; then
 		debs="$KVM_GMEM_CACHE/debs"
 		mkdir -p "$debs"
 		(cd "$debs" && apt-get download -q "${pkgs[@]}" >&2 2>/dev/null) ||
 			die "apt-get download of the $kver headers failed (run 'apt-get update'?)"
 	else
-		debs="$KVM_GMEM_CACHE/debs/$debian_suite"
-		"$(dirname "$0")/debian-archive.sh" "$debian_suite" download "$debs" "${pkgs[@]}"
+		suite=$(archive_suite "$pkgver")
+		debs="$KVM_GMEM_CACHE/debs/$suite"
+		"$(dirname "$0")/debian-archive.sh" "$suite" download "$debs" "${pkgs[@]}"
 	fi
 	rm -rf "$root.tmp" "$root"
 	mkdir -p "$root.tmp"

@@ -32,22 +32,38 @@ release_build_src() {
 	if [ -n "$debian_native" ]; then echo "$1/build/src"; else echo "$1/build/src-deb$DEBIAN"; fi
 }
 
-# release_source_deb VERSION: the linux-source-6.12 package of a release
-# other than the host's, downloaded into the cache once; prints its path.
+# KVM_GMEM_PKGVER=VERSION (scripts/check-releases.sh): build for that
+# linux-source-6.12 of the release, not the installed (or newest) one; its
+# source and headers packages come from the archive.
+
+# archive_suite VERSION: the suite of debian-archive.sh that has it
+# (bookworm-backports for a ~bpo12 version).
+archive_suite() {
+	case "$1" in
+	*~bpo*) echo "$debian_suite-backports" ;;
+	*) echo "$debian_suite" ;;
+	esac
+}
+
+# release_source_deb VERSION: a linux-source-6.12 package from the archive
+# (another release than the host's, or KVM_GMEM_PKGVER), downloaded into the
+# cache once; prints its path.
 release_source_deb() {
-	local debs="$KVM_GMEM_CACHE/debs/$debian_suite"
-	local deb="$debs/linux-source-6.12_${1}_all.deb"
-	[ -f "$deb" ] || "$(dirname "${BASH_SOURCE[0]}")/debian-archive.sh" "$debian_suite" \
+	local suite debs deb
+	suite=$(archive_suite "$1")
+	debs="$KVM_GMEM_CACHE/debs/$suite"
+	deb="$debs/linux-source-6.12_${1}_all.deb"
+	[ -f "$deb" ] || "$(dirname "${BASH_SOURCE[0]}")/debian-archive.sh" "$suite" \
 		download "$debs" "linux-source-6.12=$1" >&2
 	echo "$deb"
 }
 
 # release_source_tarball VERSION: the release's linux-source-6.12.tar.xz on
-# stdout: the host's installed one, or the one inside the other release's
-# package (never extracted into the cache for that).
+# stdout: the host's installed one, or the one inside the package from the
+# archive (never extracted into the cache for that).
 release_source_tarball() {
 	local tarball=/usr/src/linux-source-6.12.tar.xz
-	if [ -n "$debian_native" ]; then
+	if [ -n "$debian_native" ] && [ -z "${KVM_GMEM_PKGVER:-}" ]; then
 		[ -r "$tarball" ] || die "$tarball missing: run 'make deps' (apt-get install linux-source-6.12)"
 		cat "$tarball"
 	else
