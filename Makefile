@@ -25,7 +25,7 @@ TIER ?= stock
 # tarball, nothing written outside this directory, no apt.
 DKMS ?=
 
-.PHONY: all deps modules prepare selftests check-series qemu-test qemu-shell qemu-run check bench soak deb check-dkms clean distclean
+.PHONY: all deps modules prepare selftests check-series qemu-test qemu-shell qemu-run check bench soak deb check-dkms check-dkms-upgrade clean distclean
 
 all: modules
 
@@ -97,6 +97,13 @@ check-dkms: selftests
 	@scripts/install-deps.sh deb
 	@scripts/install-deps.sh qemu
 	@qemu/test-tier.sh dkms
+
+# A kernel update with the package installed, in a guest booted twice: an
+# older 6.12 point release upgraded to the newest (qemu/dkms-upgrade.sh).
+check-dkms-upgrade: selftests
+	@scripts/install-deps.sh deb
+	@scripts/install-deps.sh qemu
+	@qemu/dkms-upgrade.sh
 
 clean:
 	rm -rf build

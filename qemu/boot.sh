@@ -9,7 +9,8 @@
 #                 with the guest as its /lib/modules (see qemu/stock-kernel.sh);
 #                 DIR/arch says x86_64 (default) or arm64 (scripts/build-kernel.sh)
 #   --image       ext4 root image (qemu/rootfs.sh); never modified (-snapshot);
-#                 "none": the initramfs is the root (the arm64 guest)
+#                 "none": the initramfs is the root (the arm64 guest); a .qcow2
+#                 overlay is written to (a test that boots twice on one disk)
 #   --share       host directory mounted at /share in the guest (read-write)
 #   --log         serial console log file
 #   --timeout     hard wall-clock limit for the whole boot
@@ -95,7 +96,12 @@ if [[ "$image" == none ]]; then
 	[[ -n "$initrd" ]] || die "--image none needs an --initrd to be the root"
 else
 	root=/dev/vda
-	qemu+=(-drive "file=$image,if=virtio,format=raw,snapshot=on")
+	if [[ "$image" == *.qcow2 ]]; then
+		# An overlay a test keeps across boots (qemu/dkms-upgrade.sh): written.
+		qemu+=(-drive "file=$image,if=virtio,format=qcow2")
+	else
+		qemu+=(-drive "file=$image,if=virtio,format=raw,snapshot=on")
+	fi
 fi
 # NUMA=N (environment): N memory nodes, the memory split evenly, and the
 # CPUs (at least 2, one per node) spread over them round-robin.

@@ -5,7 +5,8 @@
 # headers and linux-source-6.12, installed as packages, the way a user's
 # machine has them) + the guest init, as an ext4 image. Prints its path.
 # Boots use it read-only (QEMU -snapshot): every run starts from this state.
-# Env: DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR.
+# Env: DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR; KVM_GMEM_PKGVER: an older
+# point release's kernel, headers and source (qemu/dkms-upgrade.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -26,7 +27,9 @@ key=$( {
 	echo "$suite $kver $pkgver"
 	dpkg-query -W -f='${Version}\n' debootstrap e2fsprogs
 } | sha256sum | cut -c1-16)
-out="$KVM_GMEM_CACHE/rootfs/dkms-$suite-$key.ext4"
+# The version in the name: the dkms tier's image (the newest release) and
+# the upgrade test's (an older one, KVM_GMEM_PKGVER) are kept side by side.
+out="$KVM_GMEM_CACHE/rootfs/dkms-$suite-$pkgver-$key.ext4"
 if [[ -f "$out" ]]; then
 	echo "$out"
 	exit 0
@@ -86,6 +89,6 @@ step "dkms image: mkfs.ext4 ($(du -sh "$root" | cut -f1) of files)" >&2
 mkfs.ext4 -q -F -L kvm-gmem-root -d "$root" "$tmp/rootfs.ext4" 8G >"$tmp/mkfs.log" 2>&1 ||
 	{ cat "$tmp/mkfs.log" >&2; die "mkfs.ext4 failed"; }
 mv "$tmp/rootfs.ext4" "$out"
-prune_old "$out" "$KVM_GMEM_CACHE/rootfs/dkms-$suite-"*.ext4
+prune_old "$out" "$KVM_GMEM_CACHE/rootfs/dkms-$suite-$pkgver-"*.ext4
 step "dkms image ready in $(($(date +%s) - t0)) s: $out ($(du -h "$out" | cut -f1) used)" >&2
 echo "$out"

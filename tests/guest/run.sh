@@ -107,9 +107,34 @@ load_vendor() {
 	fi
 }
 
-for m in kvm_amd kvm_intel kvm; do
-	[[ ! -d /sys/module/$m ]] || modprobe -r "$m" || true
-done
+# unload_kvm: the vendor modules and kvm out, where loaded.
+unload_kvm() {
+	local m
+	for m in kvm_amd kvm_intel kvm; do
+		[[ ! -d /sys/module/$m ]] || modprobe -r "$m" || true
+	done
+}
+unload_kvm
+
+# modprobe_package_kvm VERSION: modprobe kvm, which must be the package's.
+modprobe_package_kvm() {
+	local have=none
+	if modprobe kvm; then tap_line ok "modprobe kvm"; else tap_line "not ok" "modprobe kvm"; fi
+	[[ ! -f /sys/module/kvm/version ]] || read -r have </sys/module/kvm/version
+	if [[ "$have" == "$1" ]]; then
+		tap_line ok "loaded kvm is the package's (version $have)"
+	else
+		tap_line "not ok" "loaded kvm version $have, expected $1"
+	fi
+}
+
+# read_dkms_status: "dkms status kvm-gmem" into $status, noted in the TAP.
+# dkms 3.0.10 runs readelf on the headers' vmlinux, which has no .comment:
+# that noise is left out.
+read_dkms_status() {
+	status=$(dkms status kvm-gmem 2>&1 | grep -v '^readelf: Warning' || true)
+	note "dkms status: ${status:-(empty)}"
+}
 
 # dkms_version_of DEB: the version dkms knows the package by (dkms.conf's
 # PACKAGE_VERSION; the Debian package's own is VERSION+deb13 for trixie).
@@ -143,9 +168,7 @@ dkms_install() {
 	cp /var/lib/dkms/kvm-gmem/"$version"/"$kver"/*/log/make.log "$results/dkms-make.log" 2>/dev/null ||
 		cp /var/lib/dkms/kvm-gmem/"$version"/build/make.log "$results/dkms-make.log" 2>/dev/null || true
 
-	# dkms 3.0.10 runs readelf on the headers' vmlinux, which has no .comment: noise.
-	status=$(dkms status kvm-gmem 2>&1 | grep -v '^readelf: Warning' || true)
-	note "dkms status: ${status:-(empty)}"
+	read_dkms_status
 	if grep -q "^kvm-gmem/$version, $kver, [^:]*: installed" <<<"$status"; then
 		tap_line ok "dkms status: kvm-gmem/$version installed for $kver"
 	else
@@ -170,13 +193,7 @@ dkms_install() {
 	version=$dkms_version
 	# The build above had both vCPUs.
 	offline_other_cpus_under_mttcg
-	if modprobe kvm; then tap_line ok "modprobe kvm"; else tap_line "not ok" "modprobe kvm"; fi
-	have=$(cat /sys/module/kvm/version 2>/dev/null || echo none)
-	if [[ "$have" == "$version" ]]; then
-		tap_line ok "loaded kvm is the package's (version $have)"
-	else
-		tap_line "not ok" "loaded kvm version $have, expected $version"
-	fi
+	modprobe_package_kvm "$version"
 }
 
 # dkms_upgrade DEB: install the package at a higher version over the one
@@ -197,8 +214,7 @@ dkms_upgrade() {
 	fi
 	echo "# time: upgrade, dkms build + install (dpkg -i): $((SECONDS - t0)) s" >>"$tap"
 	progress "the upgrade took $((SECONDS - t0)) s"
-	status=$(dkms status kvm-gmem 2>&1 | grep -v '^readelf: Warning' || true)
-	note "dkms status: ${status:-(empty)}"
+	read_dkms_status
 	if grep -q "^kvm-gmem/$new, $kver, [^:]*: installed" <<<"$status" &&
 	   ! grep -q "^kvm-gmem/$old[,:]" <<<"$status"; then
 		tap_line ok "upgrade: dkms status has kvm-gmem/$new installed and no $old"
@@ -232,9 +248,7 @@ dkms_remove() {
 	tap=$results/dkms-remove.tap
 	n=0
 	: >"$tap"
-	for m in kvm_amd kvm_intel kvm; do
-		[[ ! -d /sys/module/$m ]] || modprobe -r "$m" || true
-	done
+	unload_kvm
 	if [[ ! -d /sys/module/kvm ]]; then tap_line ok "kvm unloaded"; else tap_line "not ok" "kvm still loaded"; fi
 	t0=$SECONDS
 	# What apt remove does; the purge (conffiles only) comes at the end.
@@ -289,9 +303,135 @@ offline_other_cpus_under_mttcg() {
 	note "MTTCG: CPUs online for the tests: $(cat /sys/devices/system/cpu/online)"
 }
 
+# The dkms-upgrade test (qemu/dkms-upgrade.sh), two boots on one disk:
+# /share/tests/upgrade-stage says "old" (the first boot, on an older 6.12
+# point release) or "new" (the second, on the release upgraded to), and
+# /share/tests/kernel-upgrade/ holds the newer release's Debian packages.
+upgrade_stage=
+[[ ! -f "$share/tests/upgrade-stage" ]] || read -r upgrade_stage <"$share/tests/upgrade-stage"
+upgrade_debs=$share/tests/kernel-upgrade
+
+# upgrade_old: on the older kernel, install our package with the newer
+# linux-source-6.12 its minimum asks for: dkms must skip the running kernel,
+# saying why, and leave Debian's kvm. Then upgrade the kernel and its headers
+# as apt does: the package's hook must build and install for the new kernel.
+upgrade_old() {
+	local kver version new_kver new_src log t0 status
+	kver=$(uname -r)
+	version=$(dkms_version_of "$dkms_deb")
+	new_src=$(first_file "$upgrade_debs"/linux-source-6.12_*.deb)
+	new_kver=$(first_file "$upgrade_debs"/linux-image-*.deb)
+	new_kver=${new_kver##*/linux-image-}
+	new_kver=${new_kver%%-unsigned_*}
+	note "upgrade, old kernel $kver: $(basename "$dkms_deb") with $(basename "$new_src"), then kernel $new_kver"
+	openssl req -new -x509 -nodes -days 2 -subj "/CN=$dkms_key_cn" -newkey rsa:2048 \
+		-keyout /var/lib/dkms/mok.key -outform DER -out /var/lib/dkms/mok.pub 2>/dev/null || true
+	log=$results/upgrade-install.log
+	t0=$SECONDS
+	if DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		"$dkms_deb" "$new_src" >"$log" 2>&1; then
+		tap_line ok "apt-get install $(basename "$dkms_deb") $(basename "$new_src") on $kver"
+	else
+		tap_line "not ok" "apt-get install $(basename "$dkms_deb") $(basename "$new_src") on $kver (see upgrade-install.log)"
+	fi
+	echo "# time: package install: $((SECONDS - t0)) s" >>"$tap"
+	if grep -q "^kvm-gmem: not built for $kver: it needs linux-source-6.12 " "$log"; then
+		tap_line ok "dkms skipped $kver, saying so: $(grep -m1 "^kvm-gmem: not built for $kver" "$log")"
+	else
+		tap_line "not ok" "no 'kvm-gmem: not built for $kver' line in upgrade-install.log"
+	fi
+	read_dkms_status
+	if ! grep -q "^kvm-gmem/$version, $kver, " <<<"$status"; then
+		tap_line ok "nothing built for $kver"
+	else
+		tap_line "not ok" "kvm-gmem built for $kver, whose source is not installed"
+	fi
+	log=$results/upgrade-kernel.log
+	progress "apt-get install the $new_kver kernel and headers: the hook builds (slow under TCG)"
+	t0=$SECONDS
+	if DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		"$upgrade_debs"/linux-image-*.deb "$upgrade_debs"/linux-headers-*.deb \
+		"$upgrade_debs"/linux-kbuild-*.deb 2>&1 | tee "$log"; then
+		tap_line ok "kernel upgrade: apt-get install the $new_kver image, headers and kbuild"
+	else
+		tap_line "not ok" "kernel upgrade: apt-get install the $new_kver packages (see upgrade-kernel.log)"
+	fi
+	echo "# time: kernel upgrade with the dkms build: $((SECONDS - t0)) s" >>"$tap"
+	if [[ -z "$(dpkg --audit 2>&1)" ]]; then tap_line ok "dpkg --audit: every package configured"
+	else tap_line "not ok" "dpkg --audit: $(dpkg --audit 2>&1 | head -n 3 | tr '\n' ' ')"; fi
+	read_dkms_status
+	if grep -q "^kvm-gmem/$version, $new_kver, [^:]*: installed" <<<"$status"; then
+		tap_line ok "the kernel hook installed kvm-gmem/$version for $new_kver"
+	else
+		tap_line "not ok" "kvm-gmem/$version not installed for $new_kver"
+	fi
+	if [[ "$(modinfo -k "$new_kver" -F filename kvm 2>/dev/null)" == /lib/modules/$new_kver/updates/dkms/* ]]; then
+		tap_line ok "modprobe on $new_kver will resolve kvm to updates/dkms/"
+	else
+		tap_line "not ok" "on $new_kver kvm resolves to $(modinfo -k "$new_kver" -F filename kvm 2>&1)"
+	fi
+	if [[ "$(modinfo -F filename kvm 2>/dev/null)" == /lib/modules/$kver/kernel/* ]]; then
+		tap_line ok "on $kver kvm is still Debian's"
+	else
+		tap_line "not ok" "on $kver kvm resolves to $(modinfo -F filename kvm 2>&1)"
+	fi
+	# For the second boot, on the same disk.
+	mkdir -p /var/lib/kvm-gmem-test
+	echo "$kver" >/var/lib/kvm-gmem-test/old-kernel
+}
+
+# upgrade_new: booted into the new kernel: kvm must be ours (the tests
+# follow); at the end upgrade_remove.
+upgrade_new() {
+	local version
+	version=$(dkms_version_of "$dkms_deb")
+	note "upgrade, new kernel $(uname -r): modules built by the package's kernel hook"
+	offline_other_cpus_under_mttcg
+	modprobe_package_kvm "$version"
+	dkms_version=$version
+}
+
+# upgrade_remove: apt-get remove gives both kernels Debian's modules back.
+upgrade_remove() {
+	local old kver k file
+	kver=$(uname -r)
+	tap=$results/dkms-remove.tap
+	n=0
+	: >"$tap"
+	unload_kvm
+	if DEBIAN_FRONTEND=noninteractive apt-get remove -y kvm-gmem-dkms >"$results/dkms-remove.log" 2>&1; then
+		tap_line ok "apt-get remove kvm-gmem-dkms"
+	else
+		tap_line "not ok" "apt-get remove kvm-gmem-dkms (see dkms-remove.log)"
+	fi
+	if [[ -z "$(dkms status kvm-gmem 2>/dev/null)" ]]; then tap_line ok "dkms status: empty"
+	else tap_line "not ok" "dkms status after removal: $(dkms status kvm-gmem 2>&1 | tr '\n' ' ')"; fi
+	old=
+	[[ ! -f /var/lib/kvm-gmem-test/old-kernel ]] || read -r old </var/lib/kvm-gmem-test/old-kernel
+	[[ -n "$old" ]] || tap_line "not ok" "the first boot left no /var/lib/kvm-gmem-test/old-kernel"
+	for k in $old $kver; do
+		file=$(modinfo -k "$k" -F filename kvm 2>/dev/null || true)
+		if [[ "$file" == /lib/modules/$k/kernel/* ]]; then
+			tap_line ok "on $k kvm resolves to Debian's $file"
+		else
+			tap_line "not ok" "on $k kvm resolves to ${file:-nothing}, not kernel/"
+		fi
+	done
+	if modprobe kvm_amd && [[ -d /sys/module/kvm && ! -f /sys/module/kvm/version ]]; then
+		tap_line ok "Debian's kvm and kvm_amd load on $kver"
+	else
+		tap_line "not ok" "Debian's kvm did not load on $kver"
+	fi
+	echo "1..$n" >>"$tap"
+}
+
 # (The dkms install builds with both vCPUs first, and offlines after.)
 [[ -n "$dkms_deb" ]] || offline_other_cpus_under_mttcg
-if [[ -n "$dkms_deb" ]]; then
+if [[ "$upgrade_stage" == old ]]; then
+	upgrade_old
+elif [[ "$upgrade_stage" == new ]]; then
+	upgrade_new
+elif [[ -n "$dkms_deb" ]]; then
 	dkms_install "$dkms_deb"
 elif [[ -f "$mods/USE_STOCK" ]]; then
 	note "modules: Debian stock ($(uname -r))"
@@ -334,7 +474,8 @@ else
 fi
 
 # TCG offers AMD SVM but never Intel VMX: only one vendor module can run.
-if [[ -f "$mods/BUILTIN" ]]; then
+# (The dkms-upgrade test's first boot loads nothing: its kernel has Debian's.)
+if [[ -f "$mods/BUILTIN" || "$upgrade_stage" == old ]]; then
 	:	# no vendor modules to load
 elif has_flag svm; then
 	if load_vendor kvm_amd; then tap_line ok "load kvm_amd"; else tap_line "not ok" "load kvm_amd"; fi
@@ -347,14 +488,16 @@ elif has_flag svm; then
 else
 	tap_line ok "load kvm_amd # SKIP no svm flag in the guest CPU"
 fi
-if [[ -f "$mods/BUILTIN" ]]; then
+if [[ -f "$mods/BUILTIN" || "$upgrade_stage" == old ]]; then
 	:	# no vendor modules to load
 elif has_flag vmx; then
 	if load_vendor kvm_intel; then tap_line ok "load kvm_intel"; else tap_line "not ok" "load kvm_intel"; fi
 else
 	tap_line ok "load kvm_intel # SKIP no vmx flag in the guest CPU (QEMU TCG emulates no VMX)"
 fi
-if [[ -c /dev/kvm ]]; then tap_line ok "/dev/kvm exists"; else tap_line "not ok" "/dev/kvm exists"; fi
+if [[ "$upgrade_stage" == old ]]; then
+	:
+elif [[ -c /dev/kvm ]]; then tap_line ok "/dev/kvm exists"; else tap_line "not ok" "/dev/kvm exists"; fi
 # NUMA=N on the host (qemu/boot.sh): the guest must see N memory nodes.
 # Builtins here and at the end (see tap_counts).
 want_nodes=1
@@ -451,7 +594,11 @@ while read -r name limit params; do
 done <"$share/tests/list"
 
 # dkms mode: the package goes again, and Debian's kvm must come back.
-[[ -z "$dkms_deb" ]] || dkms_remove
+if [[ "$upgrade_stage" == new ]]; then
+	upgrade_remove
+elif [[ -n "$dkms_deb" && -z "$upgrade_stage" ]]; then
+	dkms_remove
+fi
 
 dmesg >"$results/dmesg.txt"
 # The host fails the run on taint bits that mean a kernel problem (W, D, B, L).
