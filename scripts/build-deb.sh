@@ -60,7 +60,7 @@ if [ "$pkgversion" != "$version" ]; then
 	{
 		echo "kvm-gmem ($pkgversion) $debian_suite; urgency=medium"
 		echo
-		echo "  * The package at $version, built for Debian $DEBIAN's $("$top/scripts/kernel-version.sh" kver) kernel."
+		echo "  * The package at $version, for Debian $DEBIAN's 6.12 kernels."
 		echo
 		echo " -- kvm-gmem developers <kvm-gmem@example.invalid>  $(date -R -u -d @"$(stat -c %Y "$top/VERSION")")"
 		echo
