@@ -24,16 +24,22 @@ results="$top/build/results/releases"
 rm -rf "$results"
 mkdir -p "$results" "$KVM_GMEM_CACHE/releases"
 
+# The newest linux-source-6.12 of each Debian release (the tiers' and the
+# Debian 13 step's).
+declare -A newest
+for debian in 12 13; do
+	newest[$debian]=$(DEBIAN=$debian "$top/scripts/kernel-version.sh" pkgver)
+done
+
 # The releases: DEBIAN:VERSION, the newest of each Debian release left out.
 releases=("$@")
 if [ ${#releases[@]} = 0 ]; then
 	for debian in 12 13; do
-		newest=$(DEBIAN=$debian "$top/scripts/kernel-version.sh" pkgver)
 		suites=(bookworm bookworm-backports)
 		[ "$debian" = 12 ] || suites=(trixie)
 		for suite in "${suites[@]}"; do
 			for v in $("$top/scripts/debian-archive.sh" "$suite" versions linux-source-6.12); do
-				[ "$v" = "$newest" ] || releases+=("$debian:$v")
+				[ "$v" = "${newest[$debian]}" ] || releases+=("$debian:$v")
 			done
 		done
 	done
@@ -48,9 +54,8 @@ tools_hash=$( { hash_inputs "$0" "$top"/scripts/{prepare,build-modules,check-crc
 min=$(sed -n 's/^ *linux-source-6\.12 (>= \([^)]*\)),*$/\1/p' "$top/debian/control")
 [ -n "$min" ] || die "debian/control names no minimum linux-source-6.12 (>= VERSION)"
 for debian in 12 13; do
-	newest=$(DEBIAN=$debian "$top/scripts/kernel-version.sh" pkgver)
-	dpkg --compare-versions "$newest" ge "$min" ||
-		die "Debian $debian's newest linux-source-6.12 $newest is below the package's minimum $min"
+	dpkg --compare-versions "${newest[$debian]}" ge "$min" ||
+		die "Debian $debian's newest linux-source-6.12 ${newest[$debian]} is below the package's minimum $min"
 done
 
 # Per Debian release: the compiler (the build root's name is the hash of
