@@ -40,6 +40,8 @@
 #                    bounded by the VMM's page tables at userspace_addr
 #   huge-fallback-uncounted stock tier, gmem_huge_test, our kvm.ko that falls
 #                    back to 4 KiB folios without counting it
+#   huge-write-at-folio-start stock tier, gmem_huge_test, our kvm.ko whose
+#                    write() copies each page to the start of its folio
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
@@ -205,7 +207,7 @@ mutants=("$@")
 			 fsx-ndm-vcpu-one-page fsx-ndm-failed-zap-stays-up-to-date
 			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window fsx-threads-private-readable
 			 huge-order-0 huge-level-by-host-mapping huge-fallback-uncounted
-			 fsx-huge-order-0 fsx-huge-policy-by-page)
+			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -463,6 +465,16 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at 0
 gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [0-9]+ MiB made neither a 2 MiB folio nor a counted fallback' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c memcg -c fragmented" \
 			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-fallback-uncounted-$kver"
+		;;
+	huge-write-at-folio-start)
+		# write() copies each page to the start of its folio, as it did
+		# when every folio was one page (before KVM patch 0033).
+		mutate huge-write-at-folio-start virt/kvm/guest_memfd.c \
+			's/copy_folio_from_iter_atomic\(folio, \(index - folio->index\) << PAGE_SHIFT,/copy_folio_from_iter_atomic(folio, 0,/' || continue
+		must_fail huge-write-at-folio-start stock ours \
+'gmem_huge_test: "write_fills_folios" FAILED: byte [0-9]+ of page [0-9]+ reads 0x[0-9a-f]+, write\(\) put 0x[0-9a-f]+ there' -- \
+			ONLY=gmem_huge_test ONLY_ARGS="-c write_fills" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-write-at-folio-start-$kver"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

@@ -137,7 +137,7 @@ export)
 	} > "$top/src/series"
 	rm -rf "$out"
 	cat "$top/src/series"
-	"$0" cover-letters
+	"$top/scripts/series-git.sh" cover-letters
 	;;
 cover-letters)
 	for entry in "${cover_letters[@]}"; do

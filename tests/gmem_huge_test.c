@@ -14,7 +14,7 @@
  *                             SW_PROTECTED VM, whose memory may be private.
  *   create_rules              the page size field: 2 MiB or none; anything
  *                             else, or the field without the flag, EINVAL;
- *                             not with NO_DIRECT_MAP or WRITE (EINVAL); alone
+ *                             not with NO_DIRECT_MAP (EINVAL); with WRITE; alone
  *                             on a 4 KiB file, as mainline's guest_memfd_test
  *                             creates every flag it is offered; a binding at
  *                             an offset that is not 2 MiB aligned, EINVAL.
@@ -50,6 +50,14 @@
  *   userfault_memslot_maps_4k a KVM_MEM_USERFAULT memslot (nothing armed) over
  *                             such a file: a vCPU maps 4 KiB pages, a fault
  *                             each, no 2 MiB mapping.
+ *   write_fills_folios        a WRITE | HUGEPAGE file (src/virt/0033): pwrite()
+ *                             of a page into a hole gives the file all of its
+ *                             2 MiB (cachestat), one 2 MiB folio (kpageflags,
+ *                             gmem_huge_folios), the other pages zero; a write
+ *                             over the end of a folio and one of a whole 2 MiB
+ *                             (more than a write() batch) read back page by
+ *                             page; a vCPU maps the whole one 2 MiB at a time
+ *                             (pages_2m, at most 4 faults) and keeps its data.
  *
  * Prints TAP. Without the flag (modules other than ours), cases SKIP or
  * FAIL as gmem_skip_or_fail() says.
@@ -99,15 +107,16 @@ static int open_vm(int *kvm, int *vm, unsigned long type, char *why, size_t whyl
 	return KSFT_PASS;
 }
 
-/* A huge file of @len bytes of @vm, mapped; NULL (why set) on failure. */
-static uint8_t *huge_map(int vm, size_t len, int *fd, char *why, size_t whylen)
+/* A file of @len bytes of @vm with @flags, mapped; NULL (why set) on failure. */
+static uint8_t *huge_map_flags(int vm, size_t len, uint64_t flags, int *fd, char *why,
+			       size_t whylen)
 {
 	uint8_t *p;
 
-	*fd = gmem_create(vm, len, FLAGS);
+	*fd = gmem_create(vm, len, flags);
 	if (*fd < 0) {
-		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%zu, HUGEPAGE): %s", len,
-			 strerror(errno));
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%zu, %#llx): %s", len,
+			 (unsigned long long)flags, strerror(errno));
 		return NULL;
 	}
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
@@ -118,6 +127,12 @@ static uint8_t *huge_map(int vm, size_t len, int *fd, char *why, size_t whylen)
 		return NULL;
 	}
 	return p;
+}
+
+/* A huge file of @len bytes of @vm, mapped; NULL (why set) on failure. */
+static uint8_t *huge_map(int vm, size_t len, int *fd, char *why, size_t whylen)
+{
+	return huge_map_flags(vm, len, FLAGS, fd, why, whylen);
 }
 
 /* The kpageflags of the page mapped at @p, or -1. */
@@ -216,7 +231,7 @@ static int create_rules(char *why, size_t whylen)
 		{ "page size without the flag", GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_HUGE_2MB,
 		  4 << 20, EINVAL },
 		{ "with NO_DIRECT_MAP", FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP, 4 << 20, EINVAL },
-		{ "with WRITE", FLAGS | GUEST_MEMFD_FLAG_WRITE, 4 << 20, EINVAL },
+		{ "with WRITE", FLAGS | GUEST_MEMFD_FLAG_WRITE, 4 << 20, 0 },
 	};
 	struct kvm_userspace_memory_region2 slot = {
 		.flags = KVM_MEM_GUEST_MEMFD, .memory_size = SZ_2M,
@@ -403,13 +418,13 @@ struct huge_vm {
 };
 
 /*
- * @h: a default VM, a huge file of @len bytes mapped and bound as a gmem-only
- * memslot with @slot_flags (and @bitmap, KVM_MEM_USERFAULT's), the code in
- * place and vCPU 0 ready. A KSFT_* code; on a failure huge_vm_close() still
- * undoes what was done.
+ * @h: a default VM, a huge file of @len bytes (FLAGS and @more_flags) mapped
+ * and bound as a gmem-only memslot with @slot_flags (and @bitmap,
+ * KVM_MEM_USERFAULT's), the code in place and vCPU 0 ready. A KSFT_* code;
+ * on a failure huge_vm_close() still undoes what was done.
  */
-static int huge_vm_open(struct huge_vm *h, size_t len, uint32_t slot_flags, void *bitmap,
-			char *why, size_t whylen)
+static int huge_vm_open(struct huge_vm *h, size_t len, uint64_t more_flags, uint32_t slot_flags,
+			void *bitmap, char *why, size_t whylen)
 {
 	struct kvm_userspace_memory_region2 slot = {
 		.flags = KVM_MEM_GUEST_MEMFD | slot_flags, .memory_size = len,
@@ -422,7 +437,7 @@ static int huge_vm_open(struct huge_vm *h, size_t len, uint32_t slot_flags, void
 	r = open_vm(&h->kvm, &h->vm, 0, why, whylen);
 	if (r != KSFT_PASS)
 		return r;
-	h->p = huge_map(h->vm, len, &h->fd, why, whylen);
+	h->p = huge_map_flags(h->vm, len, FLAGS | more_flags, &h->fd, why, whylen);
 	if (!h->p)
 		return KSFT_FAIL;
 	slot.guest_memfd = h->fd;
@@ -467,7 +482,7 @@ static int vcpu_maps_2m(char *why, size_t whylen)
 	struct huge_vm h;
 	int r;
 
-	r = huge_vm_open(&h, len, 0, NULL, why, whylen);
+	r = huge_vm_open(&h, len, 0, 0, NULL, why, whylen);
 	if (r == KSFT_PASS)
 		r = huge_vm_touch(&h, first, n, &pf, why, whylen);
 	if (r != KSFT_PASS)
@@ -1008,6 +1023,125 @@ out_vm:
 	return r;
 }
 
+/*
+ * pwrite() of @n pages from page @index, gmem_pat(@seed) of their file
+ * offsets, from a buffer that never touched the file's mapping; false (why
+ * set) on a short or failed write.
+ */
+static bool write_pages(int fd, long index, long n, uint8_t seed, char *why, size_t whylen)
+{
+	size_t len = n * page, off = index * page;
+	uint8_t *buf = malloc(len);
+	ssize_t done;
+
+	for (size_t i = 0; buf && i < len; i++)
+		buf[i] = gmem_pat(off + i, seed);
+	done = buf ? pwrite(fd, buf, len, off) : -1;
+	free(buf);
+	if (done != (ssize_t)len) {
+		snprintf(why, whylen, "pwrite of pages %ld-%ld: %s", index, index + n - 1,
+			 done < 0 ? strerror(errno) : "short");
+		return false;
+	}
+	return true;
+}
+
+/* Do the @n pages from @index read what write_pages(@seed) put there? */
+static bool reads_written(const uint8_t *p, long index, long n, uint8_t seed, char *why,
+			  size_t whylen)
+{
+	long bad = gmem_check(p, index * page, (index + n) * page, seed);
+
+	if (bad >= 0)
+		snprintf(why, whylen, "byte %ld of page %ld reads 0x%02x, write() put 0x%02x there",
+			 bad % page, bad / page, p[bad], gmem_pat(bad, seed));
+	return bad < 0;
+}
+
+/* Are the 2 MiB ranges [@first, @end) (2 MiB units) all in the file, or all holes? */
+static bool ranges_cached(int fd, int first, int end, bool cached, char *why, size_t whylen)
+{
+	for (int k = first; k < end; k++) {
+		long n = gmem_cached_pages(fd, k * SZ_2M, SZ_2M);
+
+		if (n != (cached ? (long)(SZ_2M / page) : 0)) {
+			snprintf(why, whylen, "cachestat: %ld pages of the 2 MiB at %d MiB in the file, expected %s",
+				 n, 2 * k, cached ? "all 512" : "none");
+			return false;
+		}
+	}
+	return true;
+}
+
+static int write_fills_folios(char *why, size_t whylen)
+{
+	size_t len = 8 << 20;
+	long one = (SZ_2M + 3 * page) / page, across = (2 * SZ_2M - 2 * page) / page;
+	long whole = 3 * SZ_2M / page, n = SZ_2M / page, folios, pf, huge;
+	struct huge_vm h;
+	int r;
+
+	r = huge_vm_open(&h, len, GUEST_MEMFD_FLAG_WRITE, 0, NULL, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	/* The code's page took the first 2 MiB; the rest is a hole. */
+	folios = gmem_counter(HUGE_FOLIOS);
+	if (!ranges_cached(h.fd, 1, 4, false, why, whylen))
+		goto out;
+
+	/* One page into a hole: all of its 2 MiB, the rest zero. */
+	if (!write_pages(h.fd, one, 1, 0, why, whylen) ||
+	    !ranges_cached(h.fd, 1, 2, true, why, whylen) ||
+	    !ranges_cached(h.fd, 2, 4, false, why, whylen))
+		goto out;
+	/* Four pages over the end of that folio: the next 2 MiB comes too. */
+	if (!write_pages(h.fd, across, 4, 0, why, whylen) ||
+	    !ranges_cached(h.fd, 2, 3, true, why, whylen))
+		goto out;
+	/* A whole 2 MiB, more pages than one batch of write() copies. */
+	if (!write_pages(h.fd, whole, n, 7, why, whylen) ||
+	    !ranges_cached(h.fd, 3, 4, true, why, whylen))
+		goto out;
+	if (gmem_counter(HUGE_FOLIOS) - folios != 3) {
+		snprintf(why, whylen, "gmem_huge_folios went from %ld to %ld, expected +3",
+			 folios, gmem_counter(HUGE_FOLIOS));
+		goto out;
+	}
+	if (!reads_written(h.p, one, 1, 0, why, whylen) ||
+	    !reads_written(h.p, across, 4, 0, why, whylen) ||
+	    !reads_written(h.p, whole, n, 7, why, whylen))
+		goto out;
+	if (gmem_check_zero(h.p, SZ_2M, one * page) >= 0 ||
+	    gmem_check_zero(h.p, (one + 1) * page, across * page) >= 0 ||
+	    gmem_check_zero(h.p, (across + 4) * page, whole * page) >= 0) {
+		snprintf(why, whylen, "a page write() did not fill reads non-zero");
+		goto out;
+	}
+	if (in_huge_folio(h.p + one * page) != 1 || in_huge_folio(h.p + whole * page) != 1) {
+		snprintf(why, whylen, "a page write() filled is not in a 2 MiB folio (kpageflags)");
+		goto out;
+	}
+
+	/* The vCPU maps what write() filled 2 MiB at a time. */
+	huge = vm_stat(h.vm, "pages_2m");
+	if (huge_vm_touch(&h, whole, n, &pf, why, whylen) != KSFT_PASS)
+		goto out;
+	if (pf < 0 || pf > 4 || vm_stat(h.vm, "pages_2m") <= huge) {
+		snprintf(why, whylen, "touching the 2 MiB write() filled took %ld vCPU faults (at most 4 expected) and %ld new 2 MiB mappings (at least 1 expected)",
+			 pf, vm_stat(h.vm, "pages_2m") - huge);
+		goto out;
+	}
+	if (host_sees_touch(h.p, whole, n, why, whylen) &&
+	    gmem_check(h.p, whole * page + 1, (whole + 1) * page, 7) < 0)
+		r = KSFT_PASS;
+	else if (!why[0])
+		snprintf(why, whylen, "the bytes after the vCPU's in page %ld are not write()'s", whole);
+out:
+	huge_vm_close(&h);
+	return r;
+}
+
 static int userfault_memslot_maps_4k(char *why, size_t whylen)
 {
 	static uint64_t bitmap[(8 << 20) / 4096 / 64];	/* nothing armed */
@@ -1015,7 +1149,7 @@ static int userfault_memslot_maps_4k(char *why, size_t whylen)
 	struct huge_vm h;
 	int r;
 
-	r = huge_vm_open(&h, 8 << 20, KVM_MEM_USERFAULT, bitmap, why, whylen);
+	r = huge_vm_open(&h, 8 << 20, 0, KVM_MEM_USERFAULT, bitmap, why, whylen);
 	if (r == KSFT_PASS)
 		r = huge_vm_touch(&h, first, n, &pf, why, whylen);
 	if (r != KSFT_PASS)
@@ -1044,6 +1178,7 @@ int main(int argc, char **argv)
 		{ "memcg_charge_and_fallback", memcg_charge_and_fallback },
 		{ "crossings_refused", crossings_refused },
 		{ "userfault_memslot_maps_4k", userfault_memslot_maps_4k },
+		{ "write_fills_folios", write_fills_folios },
 		/*
 		 * Last, and only when "-c" names it (make check runs it in a
 		 * guest of its own): filling a node costs 3 s in a new guest,
