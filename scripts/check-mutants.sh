@@ -61,6 +61,8 @@
 #   fsx-huge-order-0 stock tier, 2 MiB folios allocated 4 KiB (as huge-order-0)
 #   fsx-huge-policy-by-page stock tier, a 2 MiB folio placed by the policy of
 #                    the page touched, not of its first page
+#   fsx-huge-write-at-folio-start stock tier, write() into a 2 MiB folio at
+#                    the folio's start (as huge-write-at-folio-start)
 #   fsx-vcpu-window-ignores-private shim tier, a vCPU's NO_DIRECT_MAP window
 #                    in a SW_PROTECTED VM that does not stop where the
 #                    private attribute changes (issue 39, 6)
@@ -207,7 +209,8 @@ mutants=("$@")
 			 fsx-ndm-vcpu-one-page fsx-ndm-failed-zap-stays-up-to-date
 			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window fsx-threads-private-readable
 			 huge-order-0 huge-level-by-host-mapping huge-fallback-uncounted
-			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start)
+			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start
+			 fsx-huge-write-at-folio-start)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -428,6 +431,13 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		fsx_mutant fsx-huge-policy-by-page stock huge virt/kvm/guest_memfd.c \
 			's/kvm_gmem_policy_alloc\(&gmem->policy, start, PMD_ORDER, gfp\)/kvm_gmem_policy_alloc(\&gmem->policy, index, PMD_ORDER, gfp)/' \
 'gmem_fsx: "2 MiB folios \(HUGEPAGE\): fixed seeds, .*" FAILED: huge file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): page [0-9]+ is on node [0-9]+, want node [0-9]+'
+		;;
+	fsx-huge-write-at-folio-start)
+		# The exerciser's huge-write kind: write() copies each page to
+		# the start of its folio (as huge-write-at-folio-start).
+		fsx_mutant fsx-huge-write-at-folio-start stock huge-write virt/kvm/guest_memfd.c \
+			's/copy_folio_from_iter_atomic\(folio, \(index - folio->index\) << PAGE_SHIFT,/copy_folio_from_iter_atomic(folio, 0,/' \
+'gmem_fsx: "2 MiB folios with write\(\) \(HUGEPAGE \| WRITE\): fixed seeds, .*" FAILED: huge-write file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): .*page [0-9]+ byte [0-9]+ reads (0|0x[0-9a-f]+), want 0x[0-9a-f]+'
 		;;
 	huge-order-0)
 		# GUEST_MEMFD_FLAG_HUGEPAGE still offered and accepted, every

@@ -208,6 +208,7 @@ must_fail_step "a 4 KiB fallback not counted" huge-fallback-uncounted
 must_fail_step "write() into 2 MiB folios at each folio's start" huge-write-at-folio-start
 must_fail_step "the exerciser: 2 MiB folios allocated 4 KiB" fsx-huge-order-0
 must_fail_step "the exerciser: a 2 MiB folio placed by its touched page's policy" fsx-huge-policy-by-page
+must_fail_step "the exerciser: write() into 2 MiB folios at each folio's start" fsx-huge-write-at-folio-start
 end_steps
 # The shim tier (gmem programs only, no timed selftests) with the steps that
 # need nothing from it: the arm64 tier (its own TCG guest, KVM selftests

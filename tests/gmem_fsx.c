@@ -64,7 +64,9 @@
  * is punched (a punch whose value has bit 0x40 set punches a whole 2 MiB);
  * no write(), so no KVM Userfault; the memslot at a 2 MiB offset; a 2 MiB
  * the allocator could not give, counted by gmem_huge_fallbacks, is read
- * back as 4 KiB folios).
+ * back as 4 KiB folios), huge-write (the same with WRITE, src/virt/0033:
+ * a pwrite() of a hole whose 2 MiB is all a hole allocates all of it, the
+ * pages it does not write zero; still no KVM Userfault).
  * Without arguments: TAP cases, fixed seeds and one random seed (printed)
  * per kind offered; -j THREADS, the concurrency mode (fsx_threads()).
  *
@@ -104,10 +106,11 @@
 #define UFFD_LOG	(MAX_PAGES + 2 * MAXRUN)	/* events between two checks: a probe reads every page */
 
 enum file_kind {
-	FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, FK_SWPROT, FK_UFFD, FK_HUGE, NR_FILE_KINDS
+	FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, FK_SWPROT, FK_UFFD, FK_HUGE, FK_HUGE_WRITE,
+	NR_FILE_KINDS
 };
 static const char *const file_kind_name[NR_FILE_KINDS] = {
-	"plain", "ndm", "inplace", "ndm-failzap", "swprot", "uffd", "huge",
+	"plain", "ndm", "inplace", "ndm-failzap", "swprot", "uffd", "huge", "huge-write",
 };
 
 enum op_kind {
@@ -152,6 +155,13 @@ static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
 	 * offset, as the binding of such a file must be.
 	 */
 	[FK_HUGE]    = { 17, 16, 0, 10, 14, 3, 2, 2, 9, 15, 4, 3, 0, 0, 0, 0, 3, 0, 2, 0 },
+	/*
+	 * The same with write() (src/virt/0033): a pwrite() into a hole
+	 * whose 2 MiB is all a hole allocates all of it, as a touch does.
+	 * Still no KVM Userfault: an armed page in a 2 MiB range that a
+	 * touch allocates whole would be in the file, not a hole.
+	 */
+	[FK_HUGE_WRITE] = { 13, 13, 9, 9, 14, 3, 2, 2, 9, 15, 4, 3, 0, 0, 0, 0, 2, 0, 2, 0 },
 };
 
 /* The state of an op's first page before it, for the coverage counts. */
@@ -401,6 +411,12 @@ static int model_window_end(struct run *r, int i, int limit)
 	return end;
 }
 
+/* Files of 2 MiB folios: the huge kinds. */
+static bool huge_kind(enum file_kind fk)
+{
+	return fk == FK_HUGE || fk == FK_HUGE_WRITE;
+}
+
 /* The first page of the 2 MiB of the file around page @i. */
 static int huge_start(int i)
 {
@@ -426,7 +442,7 @@ static void model_new_page(struct run *r, int i)
 {
 	int start = huge_start(i);
 
-	if (r->fk == FK_HUGE && !r->m.split[start / HUGE_RANGE] && huge_range_empty(r, i)) {
+	if (huge_kind(r->fk) && !r->m.split[start / HUGE_RANGE] && huge_range_empty(r, i)) {
 		for (int j = start; j < start + HUGE_RANGE; j++) {
 			r->m.present[j] = true;
 			r->m.val[j] = 0;
@@ -437,7 +453,7 @@ static void model_new_page(struct run *r, int i)
 		return;
 	}
 	/* A page of a 2 MiB folio is there with the folio. */
-	if (r->fk == FK_HUGE && r->m.present[i])
+	if (huge_kind(r->fk) && r->m.present[i])
 		return;
 	r->m.present[i] = true;
 	r->m.node[i] = r->m.policy[i] >= 0 ? r->m.policy[i] : local_node;
@@ -1475,6 +1491,8 @@ static unsigned long long file_flags(const struct run *r)
 		return GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
 	if (r->fk == FK_HUGE)
 		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE;
+	if (r->fk == FK_HUGE_WRITE)
+		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE | GUEST_MEMFD_FLAG_WRITE;
 	return r->fk == FK_INPLACE ? INPLACE_FLAGS :
 	       FLAGS | (r->ndm ? GUEST_MEMFD_FLAG_NO_DIRECT_MAP : 0);
 }
@@ -1648,7 +1666,7 @@ static bool do_op(struct run *r, struct op *o)
 		return true;
 	case PUNCH:
 		/* huge: bit 0x40, all of the 2 MiB around the first page. */
-		if (r->fk == FK_HUGE && (o->val & 0x40)) {
+		if (huge_kind(r->fk) && (o->val & 0x40)) {
 			o->first = huge_start(o->first);
 			o->n = HUGE_RANGE;
 			off = (off_t)o->first * page;
@@ -1736,7 +1754,7 @@ static enum op_kind pick_kind(struct run *r)
 static void pick_range(struct run *r, struct op *o)
 {
 	o->n = 1 + rnd_below(r, MAXRUN);
-	if ((o->kind == REBIND || o->kind == RECREATE) && r->fk == FK_HUGE) {
+	if ((o->kind == REBIND || o->kind == RECREATE) && huge_kind(r->fk)) {
 		/* A binding of a file of 2 MiB folios starts 2 MiB aligned. */
 		o->n = SLOT_PAGES;
 		o->first = rnd_below(r, npages / HUGE_RANGE) * HUGE_RANGE;
@@ -1876,7 +1894,7 @@ static bool probe_policies(struct run *r, const struct op *o)
 	void *addr;
 
 	/* huge: a page allocated and punched again would split its 2 MiB. */
-	if (r->ndm || nnodes < 2 || r->fk == FK_HUGE)
+	if (r->ndm || nnodes < 2 || huge_kind(r->fk))
 		return true;
 	for (int i = 0; i < npages; i++) {
 		if (r->m.present[i] || r->m.armed[i] || r->m.private[i] || r->m.policy[i] < 0)
@@ -1958,7 +1976,7 @@ static int fsx_run_gen(uint64_t seed, long ops, enum file_kind fk, int gen, char
 	 * would allocate its page at a time the model cannot know.
 	 */
 	pin_cpu(0);
-	npages = fk == FK_HUGE ? HUGE_NPAGES : NPAGES;
+	npages = huge_kind(fk) ? HUGE_NPAGES : NPAGES;
 	if (!setup(r, why, whylen))
 		goto out;
 	for (long nr = 0; nr < ops; nr++) {
@@ -1982,14 +2000,14 @@ static int fsx_run_gen(uint64_t seed, long ops, enum file_kind fk, int gen, char
 		if (verbose)
 			ksft_print_msg("#%ld %s pages %d-%d value %#x\n", o->nr, kind_name[o->kind],
 				       o->first, o->first + o->n - 1, o->val);
-		if (fk == FK_HUGE) {
+		if (huge_kind(fk)) {
 			fallbacks = gmem_counter(HUGE_FALLBACKS);
 			memcpy(was_huge, r->m.huge, sizeof(was_huge));
 		}
 		if (!do_op(r, o) || !uffd_settle(r, o))
 			goto out;
 		sync_clock(r);
-		if (fk == FK_HUGE && gmem_counter(HUGE_FALLBACKS) != fallbacks)
+		if (huge_kind(fk) && gmem_counter(HUGE_FALLBACKS) != fallbacks)
 			model_huge_fallback(r, was_huge);
 		if (probe_each && (!probe(r, o) || !probe_policies(r, o) || !uffd_settle(r, o)))
 			goto out;
@@ -2065,6 +2083,7 @@ static const char *not_offered[NR_FILE_KINDS] = {
 	[FK_SWPROT] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 	[FK_UFFD] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 	[FK_HUGE] = "GUEST_MEMFD_FLAG_HUGEPAGE not offered",
+	[FK_HUGE_WRITE] = "GUEST_MEMFD_FLAG_HUGEPAGE | WRITE not offered",
 };
 
 static int fixed(enum file_kind fk, char *why, size_t whylen)
@@ -2081,8 +2100,13 @@ static int fixed(enum file_kind fk, char *why, size_t whylen)
 		return KSFT_FAIL;
 	}
 	int found = 0;
+	/*
+	 * The two kinds of 2 MiB folios, one with write() and one without,
+	 * share the time of one kind: the first two seeds each.
+	 */
+	size_t nr_seeds = huge_kind(fk) ? 2 : sizeof(fixed_seeds) / sizeof(fixed_seeds[0]);
 
-	for (size_t i = 0; r == KSFT_PASS && i < sizeof(fixed_seeds) / sizeof(fixed_seeds[0]); i++)
+	for (size_t i = 0; r == KSFT_PASS && i < nr_seeds; i++)
 		r = fsx_run(fixed_seeds[i], ops_per_run, fk, why, whylen);
 	for (size_t i = 0; r == KSFT_PASS && i < sizeof(found_seeds) / sizeof(found_seeds[0]); i++) {
 		if (found_seeds[i].fk != fk)
@@ -2093,7 +2117,7 @@ static int fixed(enum file_kind fk, char *why, size_t whylen)
 	}
 	if (r == KSFT_PASS)
 		snprintf(why, whylen, "%zu seeds x %ld operations, %d seeds that once failed",
-			 sizeof(fixed_seeds) / sizeof(fixed_seeds[0]), ops_per_run, found);
+			 nr_seeds, ops_per_run, found);
 	return r;
 }
 
@@ -2130,6 +2154,11 @@ static int fixed_uffd(char *why, size_t whylen)
 static int fixed_huge(char *why, size_t whylen)
 {
 	return fixed(FK_HUGE, why, whylen);
+}
+
+static int fixed_huge_write(char *why, size_t whylen)
+{
+	return fixed(FK_HUGE_WRITE, why, whylen);
 }
 
 /*
@@ -2497,7 +2526,7 @@ static int soak(void)
 
 static int (*const fixed_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
 	fixed_plain, fixed_ndm, fixed_inplace, fixed_ndm_failzap, fixed_swprot, fixed_uffd,
-	fixed_huge,
+	fixed_huge, fixed_huge_write,
 };
 
 static int (*const threads_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
@@ -2518,6 +2547,8 @@ static const struct gmem_case cases[] = {
 	  fixed_uffd },
 	{ "2 MiB folios (HUGEPAGE): fixed seeds, a touch of a hole allocates its 2 MiB, a punch splits, as the model says",
 	  fixed_huge },
+	{ "2 MiB folios with write() (HUGEPAGE | WRITE): fixed seeds, a pwrite() of a hole allocates its 2 MiB, as the model says",
+	  fixed_huge_write },
 	{ "a random seed on each file kind offered", random_seed },
 	{ "threads: 3 threads and a vCPU on a plain file, memory back to its baseline", threads_plain },
 	{ "threads: 3 threads and a vCPU on a NO_DIRECT_MAP file, every page out of the direct map, memory back to its baseline",
@@ -2588,12 +2619,12 @@ int main(int argc, char **argv)
 			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
 				;
 			if (fk == NR_FILE_KINDS) {
-				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap, swprot, uffd or huge\n");
+				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap, swprot, uffd, huge or huge-write\n");
 				return 2;
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd|huge] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c [threads-]KIND\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd|huge|huge-write] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c [threads-]KIND\n", argv[0]);
 			return 2;
 		}
 	}
@@ -2617,6 +2648,7 @@ int main(int argc, char **argv)
 	/* userfaultfd on guest_memfd needs mm's interface: the shim kernel's. */
 	offered[FK_UFFD] = offered[FK_NDM] && gmem_kernel_exports("handle_userfault") == 1;
 	offered[FK_HUGE] = gmem_has_flags(kvm, INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE);
+	offered[FK_HUGE_WRITE] = gmem_has_flags(kvm, FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE);
 	if (offered[FK_NDM] && !offered[FK_UFFD])
 		not_offered[FK_UFFD] = "this kernel has no userfaultfd for guest_memfd (mm-shim 0008/0009)";
 	if (!offered[FK_INPLACE])
