@@ -15,6 +15,12 @@
 #     kvm-gmem-dkms, and both kernels have Debian's kvm again.
 # Results: build/results/dkms-upgrade/{old,new}/ (DEBIAN=13: dkms-upgrade-deb13).
 # Not in make check: the guest's dkms build takes ~10 min under TCG.
+#
+# MUTANT=no-kernel-hook: the must-fail run. The package without its kernel
+# hooks (/etc/kernel/{header_postinst.d,postinst.d}/kvm-gmem-dkms), which
+# dkms's autoinstall does not stand in for (AUTOINSTALL is off: see
+# scripts/gen-dkms-conf.sh): boot 1 must fail, naming the new kernel left
+# with Debian's kvm; it ends there (results: dkms-upgrade-no-kernel-hook).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -35,13 +41,31 @@ fi
 old_kver=$(KVM_GMEM_PKGVER=$from "$top/scripts/kernel-version.sh" kver)
 step "dkms upgrade test: Debian $DEBIAN, $old_kver ($from) -> $new_kver ($new)"
 
-results="$top/build/results/dkms-upgrade$suffix"
-work="$top/build/dkms-upgrade$suffix"
+mutant=${MUTANT:-}
+case "$mutant" in
+"" | no-kernel-hook) ;;
+*) die "MUTANT: no-kernel-hook or nothing, not '$mutant'" ;;
+esac
+results="$top/build/results/dkms-upgrade${mutant:+-$mutant}$suffix"
+work="$top/build/dkms-upgrade${mutant:+-$mutant}$suffix"
 rm -rf "$results" "$work"
 mkdir -p "$results" "$work"
 
 "$top/scripts/build-deb.sh" >"$work/deb.log" 2>&1 || die "make deb failed: see $work/deb.log"
 deb=$(ls "$top/build/deb${suffix}"/kvm-gmem-dkms_*_all.deb)
+if [ "$mutant" = no-kernel-hook ]; then
+	# The same package less its kernel hooks (conffiles: listed there too).
+	rm -rf "$work/repack"
+	dpkg-deb -R "$deb" "$work/repack"
+	rm "$work/repack/etc/kernel/header_postinst.d/kvm-gmem-dkms" \
+		"$work/repack/etc/kernel/postinst.d/kvm-gmem-dkms"
+	sed -i '\|^/etc/kernel/.*/kvm-gmem-dkms$|d' "$work/repack/DEBIAN/conffiles"
+	[ -s "$work/repack/DEBIAN/conffiles" ] || rm "$work/repack/DEBIAN/conffiles"
+	sed -i '\| etc/kernel/.*/kvm-gmem-dkms$|d' "$work/repack/DEBIAN/md5sums"
+	dpkg-deb -b --root-owner-group "$work/repack" "$work/$(basename "$deb")" >/dev/null
+	rm -rf "$work/repack"
+	deb="$work/$(basename "$deb")"
+fi
 
 # The newer release's packages, as the archive has them.
 upgrade="$work/stage-old/kernel-upgrade"
@@ -90,6 +114,29 @@ step "boot 1: $old_kver: install the package, upgrade the kernel"
 	--kernel "$work/kernel-old" --initrd "$old_initrd" --image "$work/disk.qcow2" \
 	--tests "$work/stage-old" --expect "$top/tests/expect/dkms-upgrade-old" \
 	--timeout "${QEMU_TIMEOUT:-3600}" || rc=$?
+if [ -n "$mutant" ]; then
+	rm -f "$work/disk.qcow2"
+	summary="$results/old/summary.txt"
+	version=$(cat "$top/VERSION")
+	kre=${new_kver//./\\.}
+	# Failed as it must: judged, no crash or splat, the package installed
+	# and the kernel upgraded, and both cases below named among the problems.
+	if [ ! -f "$summary" ] || ! grep -q '^RESULT: FAIL' "$summary"; then
+		die "must-fail $mutant: boot 1 was not judged a failure (status $rc): see $results/old/"
+	fi
+	if grep -qE '^- .*(crash|timed out|panic|WARNING|BUG|Oops|splat|apt-get install)' "$summary"; then
+		die "must-fail $mutant: boot 1 failed for another reason: see $summary"
+	fi
+	unnamed=0
+	for pattern in "\"kvm-gmem/$version not installed for $kre\" FAILED" \
+		"\"on $kre kvm resolves to /lib/modules/$kre/kernel/arch/x86/kvm/kvm\\.ko\" FAILED"; do
+		grep -qE -- "^- modules: $pattern" "$summary" ||
+			{ step "FAIL: the summary does not name /$pattern/"; unnamed=1; }
+	done
+	[ "$unnamed" = 0 ] || die "must-fail $mutant: boot 1 failed, but not as it must: see $summary"
+	step "must-fail $mutant: boot 1 failed as it must: $(grep -c '^- ' "$summary") problems named"
+	exit 0
+fi
 if [ "$rc" = 0 ]; then
 	step "boot 2: $new_kver: our kvm, the tests, apt-get remove"
 	"$here/run-tier.sh" --tier "dkms-upgrade-new$suffix" --modules "$deb" --results "$results/new" \
