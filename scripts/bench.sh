@@ -384,6 +384,7 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 	$1 == "vcpu_huge_first" && $2 == "gmem_huge" { chk("vCPU first touch, 2 MiB guest_memfd vs anon THP", $9, 1.00) }
 	$1 == "footprint_memavail" && $2 == "gmem" { chk("footprint, guest_memfd VM, MemAvailable", $9, 1.02) }
 	$1 == "footprint_memavail" && $2 == "gmem_inplace" { chk("footprint, VM converting in place, MemAvailable", $9, 1.02) }
+	$1 == "footprint_memavail" && $2 == "gmem_huge" { chk("footprint, 2 MiB guest_memfd VM, MemAvailable", $9, 1.02) }
 	$1 == "numa_first_touch" && $2 == "gmem_bind_local" { chk("NUMA policy lookup: bound to the local node vs none", $9, 1.03) }
 	$1 == "numa_first_touch" && $2 == "gmem_bind_remote" { printf "  %-44s %s (no target)\n", "NUMA: bound to the remote node vs none", $9 == "" ? "n/a" : sprintf("%.3f", $9) }
 	$1 == "boot_to_init" && $2 == "gmem" { chk("Linux boot to init, guest_memfd vs anon", $9, blim[$1 "," $2]) }

@@ -309,8 +309,8 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 			return RES_NA;
 		}
 		r->vm = ioctl(r->kvm, KVM_CREATE_VM, 0);
-		/* write() where offered (not with 2 MiB folios): the population cases use it. */
-		gm.flags = want | (mem == GMEM_HUGE ? 0 : caps & GUEST_MEMFD_FLAG_WRITE);
+		/* write() where offered: the population cases use it. */
+		gm.flags = want | (caps & GUEST_MEMFD_FLAG_WRITE);
 	} else {
 		/*
 		 * The seed's v7 ABI, in which a SW_PROTECTED VM's memory is
@@ -1326,7 +1326,7 @@ static const struct bench_case cases[] = {
 	{ "uffd_restore", MEMFD, "memfd", PPS, case_uffd_restore, 0, 1, 1, { "" } },
 	{ "uffd_restore", GMEM, "memfd", PPS, case_uffd_restore, 0, 1, 1, { "" } },
 	{ "uffd_restore", GMEM_NDM, "memfd", PPS, case_uffd_restore, 0, 1, 1, { "" } },
-	FOOT(GMEM), FOOT(MEMFD), FOOT(ANON), FOOT(GMEM_INPLACE),
+	FOOT(GMEM), FOOT(MEMFD), FOOT(ANON), FOOT(GMEM_INPLACE), FOOT(GMEM_HUGE), FOOT(ANON_THP),
 	{ "convert_transient", GMEM_INPLACE, "gmem_inplace_retry", "us", case_transient, 0, 1, 2,
 	  { "_latency", "_ioctls" } },
 	{ "convert_transient", GMEM_INPLACE_RETRY, "gmem_inplace_retry", "us", case_transient, 0, 1, 2,
