@@ -19,7 +19,9 @@
 #   --append      extra kernel command line arguments
 #   --interactive the console is this terminal too (Ctrl-A X quits QEMU)
 # Environment: NUMA=N boots the guest with N memory nodes (default 1);
-# GUEST_MB=M gives it M MiB of memory (default 3072), split over the nodes.
+# GUEST_MB=M gives it M MiB of memory (default 3072), split over the nodes;
+# GUEST_PREALLOC=1 has QEMU touch all of it before the guest starts (no
+# first-touch fault of QEMU's own in what the guest measures).
 # Exit status: the guest's run.sh status; 124 = timed out (QEMU killed);
 # 125 = no exit status came back (guest crashed, panicked or QEMU failed).
 # Never uses KVM: the host's /dev/kvm is not to be relied on.
@@ -107,6 +109,9 @@ fi
 # CPUs (at least 2, one per node) spread over them round-robin.
 numa=${NUMA:-1}
 [[ "$numa" =~ ^[1-8]$ ]] || die "NUMA must be 1 to 8 nodes, got '$numa'"
+prealloc=
+[[ "${GUEST_PREALLOC:-0}" != 1 ]] || prealloc=1
+((numa > 1)) || [[ -z "$prealloc" ]] || qemu+=(-mem-prealloc)
 guest_mb=${GUEST_MB:-3072}
 if [[ ! "$guest_mb" =~ ^[0-9]+$ ]] || ((guest_mb < 512)); then
 	die "GUEST_MB must be at least 512 (MiB), got '$guest_mb'"
@@ -115,7 +120,7 @@ cpus=$((numa > 2 ? numa : 2))
 node_mb=$((guest_mb / numa))
 if ((numa > 1)); then
 	for ((i = 0; i < numa; i++)); do
-		qemu+=(-object "memory-backend-ram,id=mem$i,size=${node_mb}M")
+		qemu+=(-object "memory-backend-ram,id=mem$i,size=${node_mb}M${prealloc:+,prealloc=on}")
 		node="node,nodeid=$i,memdev=mem$i"
 		for ((c = i; c < cpus; c += numa)); do node+=",cpus=$c"; done
 		qemu+=(-numa "$node")

@@ -1010,6 +1010,36 @@ static long direct_map_splits(const struct ndm_cost *b, const struct ndm_cost *a
 		(b->directmap_1g_kib - a->directmap_1g_kib) / (1024 * 1024) : 0);
 }
 
+/*
+ * What the host's page allocator did meanwhile (compaction, migration,
+ * THP faults): printed after the run, to tell where a slow fill went.
+ */
+static const char *const alloc_events[] = {
+	"compact_stall", "compact_fail", "compact_success", "pgmigrate_success",
+	"thp_fault_alloc", "thp_fault_fallback",
+};
+#define NR_ALLOC_EVENTS (sizeof(alloc_events) / sizeof(alloc_events[0]))
+static long alloc_before[NR_ALLOC_EVENTS];
+
+static void alloc_events_read(long *v)
+{
+	for (size_t i = 0; i < NR_ALLOC_EVENTS; i++)
+		v[i] = vmstat(alloc_events[i]);
+}
+
+static void alloc_events_print(const long *before)
+{
+	long after[NR_ALLOC_EVENTS];
+	char line[256];
+	int len = 0;
+
+	alloc_events_read(after);
+	for (size_t i = 0; i < NR_ALLOC_EVENTS && len < (int)sizeof(line); i++)
+		len += snprintf(line + len, sizeof(line) - len, " %s %+ld", alloc_events[i],
+				after[i] - before[i]);
+	ksft_print_msg("host allocator during the run:%s\n", line);
+}
+
 static struct ndm_cost ndm_costs(void)
 {
 	return (struct ndm_cost){
@@ -1137,12 +1167,14 @@ int main(int argc, char **argv)
 			       mode, use_write ? ", loaded with write()" : "");
 		hung_before_init = false;
 		ndm_before = ndm_costs();
+		alloc_events_read(alloc_before);
 		t0 = gmem_now();
 		why = run_guest();
 		alarm(0);
 		run_s = gmem_now() - t0;
 		ksft_print_msg("the VM took %ld page faults and has %ld 2 MiB mappings\n",
 			       vm_stat("pf_taken"), vm_stat("pages_2m"));
+		alloc_events_print(alloc_before);
 		if (why)
 			report_hang(why);
 		/*
