@@ -118,7 +118,7 @@ if [ -n "$mutant" ]; then
 	rm -f "$work/disk.qcow2"
 	summary="$results/old/summary.txt"
 	version=$(cat "$top/VERSION")
-	kre=${new_kver//./\\.}
+	kre=$(sed 's/[.+]/\\&/g' <<<"$new_kver")
 	# Failed as it must: judged, no crash or splat, the package installed
 	# and the kernel upgraded, and both cases below named among the problems.
 	if [ ! -f "$summary" ] || ! grep -q '^RESULT: FAIL' "$summary"; then
@@ -129,7 +129,7 @@ if [ -n "$mutant" ]; then
 	fi
 	unnamed=0
 	for pattern in "\"kvm-gmem/$version not installed for $kre\" FAILED" \
-		"\"on $kre kvm resolves to /lib/modules/$kre/kernel/arch/x86/kvm/kvm\\.ko\" FAILED"; do
+		"\"on $kre kvm resolves to /lib/modules/$kre/kernel/arch/x86/kvm/kvm\\.ko(\\.xz)?\" FAILED"; do
 		grep -qE -- "^- modules: $pattern" "$summary" ||
 			{ step "FAIL: the summary does not name /$pattern/"; unnamed=1; }
 	done
