@@ -1293,11 +1293,14 @@ int main(int argc, char **argv)
 
 		/*
 		 * Every 2 MiB of the file is whole (its size is a multiple): all
-		 * it took must be 2 MiB folios, and the 64 MiB fill alone is 32
-		 * 2 MiB mappings of the vCPU.
+		 * it took must be 2 MiB folios. The 64 MiB fill alone spans 32
+		 * 2 MiB of guest memory, but the count of 2 MiB mappings moves
+		 * from boot to boot: 25 to 72 in 29 boots of make bench
+		 * (2026-12-07; what keeps some ranges at 4 KiB is not pinned
+		 * down), so at least half the fill's. 4 KiB folios give none.
 		 */
-		ksft_test_result(folios > 0 && folios * 512 == pages && pages_2m >= 32,
-				 "2 MiB folios: %ld pages in the file, %ld 2 MiB folios (all of it), %ld 2 MiB vCPU mappings (>= 32)\n",
+		ksft_test_result(folios > 0 && folios * 512 == pages && pages_2m >= 16,
+				 "2 MiB folios: %ld pages in the file, %ld 2 MiB folios (all of it), %ld 2 MiB vCPU mappings (>= 16)\n",
 				 pages, folios, pages_2m);
 	}
 	if (use_write)
