@@ -162,7 +162,7 @@ must_fail() {
 		fail "mutant $name: the tier exited $rc with $(grep '^RESULT' "$s"), want exit 1 and RESULT: FAIL: see ${s#"$top"/}"
 		return
 	fi
-	if grep -qE '^- (kernel log errors|guest TIMED OUT|guest CRASHED|kernel tainted|the judge)' "$s"; then
+	if summary_wrong_failure "$s"; then
 		fail "mutant $name failed for the wrong reason (a crash, splat, timeout or judge error): see ${s#"$top"/}"
 		return
 	fi

@@ -87,6 +87,13 @@ die() {
 	exit 1
 }
 
+# summary_wrong_failure SUMMARY: a tier run's summary (qemu/run-tier.sh)
+# names a crash, a timeout, a splat, a tainted kernel or a judge error: a
+# must-fail run that failed so proves nothing about what it removed.
+summary_wrong_failure() {
+	grep -qE '^- (kernel log errors|guest TIMED OUT|guest CRASHED|kernel tainted|the judge)' "$1"
+}
+
 # cache_lock NAME: hold the cache's lock NAME (on fd 9) until this script
 # exits, so that two runs never build the same cache entry at once (make
 # check builds the guest kernels in the background while its first steps
