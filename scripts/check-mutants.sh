@@ -201,6 +201,10 @@ fsx_mutant() {
 		ONLY=gmem_fsx ONLY_ARGS="-c $kind" BUILD_SRC="$mutant_src" BUILD_OBJ="$obj"
 }
 
+# Changes that a tier's mutant and the exerciser's make alike.
+huge_order_0='s/\treturn PMD_ORDER;/\treturn 0;/'
+write_at_folio_start='s/copy_folio_from_iter_atomic\(folio, \(index - folio->index\) << PAGE_SHIFT,/copy_folio_from_iter_atomic(folio, 0,/'
+
 mutants=("$@")
 [ $# -gt 0 ] || mutants=(debian-modules debian-boot no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
 			 ndm-no-gmem-pfncache no-uffd-ops no-vcpu-userfault kvm-maps-ignore-userfault
@@ -422,7 +426,7 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		;;
 	fsx-huge-order-0)
 		# The exerciser's huge kind: a touch allocates one page, not its 2 MiB.
-		fsx_mutant fsx-huge-order-0 stock huge virt/kvm/guest_memfd.c 's/\treturn PMD_ORDER;/\treturn 0;/' \
+		fsx_mutant fsx-huge-order-0 stock huge virt/kvm/guest_memfd.c "$huge_order_0" \
 'gmem_fsx: "2 MiB folios \(HUGEPAGE\): fixed seeds, .*" FAILED: huge file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): page [0-9]+ is not in the file, the model says there'
 		;;
 	fsx-huge-policy-by-page)
@@ -436,13 +440,13 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		# The exerciser's huge-write kind: write() copies each page to
 		# the start of its folio (as huge-write-at-folio-start).
 		fsx_mutant fsx-huge-write-at-folio-start stock huge-write virt/kvm/guest_memfd.c \
-			's/copy_folio_from_iter_atomic\(folio, \(index - folio->index\) << PAGE_SHIFT,/copy_folio_from_iter_atomic(folio, 0,/' \
+			"$write_at_folio_start" \
 'gmem_fsx: "2 MiB folios with write\(\) \(HUGEPAGE \| WRITE\): fixed seeds, .*" FAILED: huge-write file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): .*page [0-9]+ byte [0-9]+ reads (0|0x[0-9a-f]+), want 0x[0-9a-f]+'
 		;;
 	huge-order-0)
 		# GUEST_MEMFD_FLAG_HUGEPAGE still offered and accepted, every
 		# folio 4 KiB: the cases must name the mapping size they miss.
-		mutate huge-order-0 virt/kvm/guest_memfd.c 's/\treturn PMD_ORDER;/\treturn 0;/' || continue
+		mutate huge-order-0 virt/kvm/guest_memfd.c "$huge_order_0" || continue
 		must_fail huge-order-0 stock ours \
 'gmem_huge_test: "host_maps_pmd" FAILED: FilePmdMapped: 0 kB of the 8192 kB mapping, expected all
 gmem_huge_test: "vcpu_maps_2m" FAILED: touching 3584 pages took [0-9]+ vCPU faults \(at most 16 expected\) and left 0 2 MiB mappings
@@ -480,7 +484,7 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 		# write() copies each page to the start of its folio, as it did
 		# when every folio was one page (before KVM patch 0033).
 		mutate huge-write-at-folio-start virt/kvm/guest_memfd.c \
-			's/copy_folio_from_iter_atomic\(folio, \(index - folio->index\) << PAGE_SHIFT,/copy_folio_from_iter_atomic(folio, 0,/' || continue
+			"$write_at_folio_start" || continue
 		must_fail huge-write-at-folio-start stock ours \
 'gmem_huge_test: "write_fills_folios" FAILED: byte [0-9]+ of page [0-9]+ reads 0x[0-9a-f]+, write\(\) put 0x[0-9a-f]+ there' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c write_fills" \
