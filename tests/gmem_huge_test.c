@@ -788,6 +788,9 @@ static long free_huge_blocks(int node)
 
 #define EXTFRAG		"/proc/sys/vm/extfrag_threshold"
 #define PROACTIVE	"/proc/sys/vm/compaction_proactiveness"
+#define PCP_FRACTION	"/proc/sys/vm/percpu_pagelist_high_fraction"
+/* A fraction so small a share that each per-CPU list gets its floor, 4 batches. */
+#define PCP_FLOOR	(1 << 20)
 
 /*
  * A node with no free 2 MiB block: a hole's first touch takes 4 KiB folios
@@ -795,18 +798,25 @@ static long free_huge_blocks(int node)
  * 2 MiB block makes 2 MiB folios again. The node is fragmented with
  * guest_memfd's own memory, which compaction cannot move: 2 MiB folios
  * bound to it until the first fallback, then each punched down to its
- * first page. Compaction is off meanwhile (vm.extfrag_threshold 1000: no
+ * first page but one, kept whole: punched at the end, it is the node's
+ * one free 2 MiB block. (Not the filler freed: then the node's blocks
+ * come back only as fast as whatever took single pages of them while the
+ * node was fragmented, slab and the per-CPU lists, gives them back.) The
+ * per-CPU lists are held to their floor (percpu_pagelist_high_fraction):
+ * a 2 MiB page freed onto one is over that at once and goes on to the
+ * buddy lists, where an allocation sees it; by default the list would
+ * keep it, out of the watermark check's sight, until vmstat's work. Compaction is off meanwhile (vm.extfrag_threshold 1000: no
  * request's fragmentation is bad enough; proactive compaction 0), so that
  * neither direct compaction nor kcompactd makes a free block out of the
  * node's movable memory behind the test's back.
  */
 static int fragmented_node_falls_back(char *why, size_t whylen)
 {
-	size_t fill_len = 4UL << 30, len = 8 << 20, filled = 0, off;
-	long extfrag = -1, proactive = -1, base, fallbacks;
+	size_t fill_len = 4UL << 30, len = 8 << 20, filled = 0, off, whole = SIZE_MAX;
+	long extfrag = -1, proactive = -1, pcp_fraction = -1, base, fallbacks;
 	int kvm, vm, fill_fd = -1, fd = -1, r, node, rounds = 0;
 	uint8_t *fill = MAP_FAILED, *p = NULL;
-	time_t t0 = time(NULL), t1;
+	time_t t0 = time(NULL);
 	cpu_set_t all_cpus;
 
 	r = open_vm_on_node0(&kvm, &vm, &all_cpus, why, whylen);
@@ -814,9 +824,10 @@ static int fragmented_node_falls_back(char *why, size_t whylen)
 		return r;
 	/* Should node 1 run out after all, the OOM killer takes this test. */
 	gmem_write_file("/proc/self/oom_score_adj", "1000");
-	if (!sysctl_set(EXTFRAG, 1000, &extfrag) || !sysctl_set(PROACTIVE, 0, &proactive)) {
-		snprintf(why, whylen, "cannot turn compaction off (%s, %s): %s", EXTFRAG,
-			 PROACTIVE, strerror(errno));
+	if (!sysctl_set(EXTFRAG, 1000, &extfrag) || !sysctl_set(PROACTIVE, 0, &proactive) ||
+	    !sysctl_set(PCP_FRACTION, PCP_FLOOR, &pcp_fraction)) {
+		snprintf(why, whylen, "cannot turn compaction off (%s, %s) or floor the per-CPU lists (%s): %s",
+			 EXTFRAG, PROACTIVE, PCP_FRACTION, strerror(errno));
 		r = KSFT_FAIL;
 		goto out;
 	}
@@ -877,9 +888,13 @@ static int fragmented_node_falls_back(char *why, size_t whylen)
 				goto out;
 			}
 			folios = now;
+			if (whole == SIZE_MAX)
+				whole = off;
 		}
 		filled = off;
 		for (off = from; off < filled; off += SZ_2M) {
+			if (off == whole)
+				continue;
 			if (fallocate(fill_fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE,
 				      off + page, SZ_2M - page)) {
 				snprintf(why, whylen, "punching the filler at %zu MiB: %s",
@@ -890,6 +905,11 @@ static int fragmented_node_falls_back(char *why, size_t whylen)
 		}
 	}
 
+	if (whole == SIZE_MAX) {
+		snprintf(why, whylen, "node 1 had no free 2 MiB block to begin with");
+		r = KSFT_FAIL;
+		goto out;
+	}
 	p = huge_map(vm, len, &fd, why, whylen);
 	if (!p || sys_mbind(p, len, MPOL_BIND, 2)) {
 		if (p)
@@ -909,33 +929,26 @@ static int fragmented_node_falls_back(char *why, size_t whylen)
 		r = KSFT_FAIL;
 		goto out;
 	}
-	t1 = time(NULL);
 	ksft_print_msg("node 1 fragmented: %zu MiB of 2 MiB folios bound there in %d rounds, one page of each kept (%lld s); a touch took 4 KiB folios\n",
-		       filled >> 20, rounds, (long long)(t1 - t0));
+		       filled >> 20, rounds, (long long)(time(NULL) - t0));
 	/*
-	 * The filler gone and compaction back, node 1 has free 2 MiB blocks
-	 * again, once the pages freed one by one have left the per-CPU lists
-	 * (an order-9 failure drains them, once compaction is not skipped;
-	 * vmstat's work every second too): the range is punched and touched
-	 * again until then, for at most 10 s.
+	 * The folio kept whole, punched, goes back in one piece, through
+	 * the floored per-CPU list to the buddy lists: node 1's one free
+	 * block, and the next touch of a hole must take it.
 	 */
-	munmap(fill, fill_len);
-	fill = MAP_FAILED;
-	close(fill_fd);
-	fill_fd = -1;
-	sysctl_restore(PROACTIVE, proactive);
-	sysctl_restore(EXTFRAG, extfrag);
-	extfrag = proactive = -1;
-	for (int i = 0; i < 10 && in_huge_folio(p + SZ_2M) != 1; i++) {
-		fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, SZ_2M, SZ_2M);
-		sleep(1);
+	if (fallocate(fill_fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, whole, SZ_2M)) {
+		snprintf(why, whylen, "punching the filler's whole folio at %zu MiB: %s",
+			 whole >> 20, strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
 	}
-	ksft_print_msg("with the filler freed, 2 MiB again after %lld s\n",
-		       (long long)(time(NULL) - t1));
+	fallbacks = gmem_counter(HUGE_FALLBACKS);
 	node = node_of(p + SZ_2M + 3 * page);
-	if (in_huge_folio(p + SZ_2M) != 1 || node != 1) {
-		snprintf(why, whylen, "with the filler freed, for 10 s a touch took %s folio on node %d, expected a 2 MiB one on node 1",
-			 in_huge_folio(p + SZ_2M) == 1 ? "a 2 MiB" : "a 4 KiB", node);
+	if (in_huge_folio(p + SZ_2M) != 1 || node != 1 ||
+	    gmem_counter(HUGE_FALLBACKS) != fallbacks) {
+		snprintf(why, whylen, "with one 2 MiB folio of the filler punched (node 1's one free block), a touch took %s folio on node %d, gmem_huge_fallbacks %ld -> %ld; expected a 2 MiB one on node 1",
+			 in_huge_folio(p + SZ_2M) == 1 ? "a 2 MiB" : "a 4 KiB", node,
+			 fallbacks, gmem_counter(HUGE_FALLBACKS));
 		r = KSFT_FAIL;
 	}
 out:
@@ -949,6 +962,7 @@ out:
 		close(fill_fd);
 	sysctl_restore(PROACTIVE, proactive);
 	sysctl_restore(EXTFRAG, extfrag);
+	sysctl_restore(PCP_FRACTION, pcp_fraction);
 	gmem_write_file("/proc/self/oom_score_adj", "0");
 	sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
 	close(vm);
