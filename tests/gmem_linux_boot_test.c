@@ -525,10 +525,15 @@ static void load_guest(void)
 	 * on two host cores, a vCPU of this guest can go 26 s unscheduled
 	 * (make check, 2026-12-06: "soft lockup - CPU#0 stuck for 26s" during
 	 * the fill); a real lockup still reports, and the tier's timeout
-	 * catches a hang.
+	 * catches a hang. RCU's stall report waits as long, for the same
+	 * reason: "rcu_preempt kthread starved for 5252 jiffies! ... All QSes
+	 * seen" (make check, 2026-12-07, the .ndm boot before init, every
+	 * first touch a NO_DIRECT_MAP fault of L1 under TCG while the series
+	 * check compiled): 21 s of the guest's clock in which its one vCPU
+	 * did not run the woken kthread.
 	 */
 	snprintf(cmdline, sizeof(cmdline),
-		 "console=ttyS0 quiet printk.devkmsg=on rdinit=/init panic=-1 reboot=t pci=off acpi=off nokaslr watchdog_thresh=60 %s",
+		 "console=ttyS0 quiet printk.devkmsg=on rdinit=/init panic=-1 reboot=t pci=off acpi=off nokaslr watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=120 %s",
 		 extra_args);
 	guest_put(CMDLINE_GPA, cmdline, strlen(cmdline) + 1);
 
