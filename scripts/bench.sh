@@ -381,6 +381,7 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 	$1 ~ /^fault_/ && $1 != "fault_huge" && $2 == "gmem" { chk("guest_memfd first-touch fault vs memfd, " substr($1, 7), $9, 1.05) }
 	$1 == "vcpu_first" && $2 ~ /^gmem/ { chk("vCPU first touch, " $2 " vs anon", $9, 1.10) }
 	$1 == "fault_huge" && $2 == "gmem_huge" { chk("2 MiB guest_memfd first touch vs memfd THP", $9, 1.00) }
+	$1 == "write_huge" && $2 == "gmem_huge" { chk("write() into 2 MiB vs 4 KiB guest_memfd folios", $9, 1.00) }
 	$1 == "vcpu_huge_first" && $2 == "gmem_huge" { chk("vCPU first touch, 2 MiB guest_memfd vs anon THP", $9, 1.00) }
 	$1 == "footprint_memavail" && $2 == "gmem" { chk("footprint, guest_memfd VM, MemAvailable", $9, 1.02) }
 	$1 == "footprint_memavail" && $2 == "gmem_inplace" { chk("footprint, VM converting in place, MemAvailable", $9, 1.02) }

@@ -14,6 +14,13 @@ src=${BUILD_SRC:-$(release_build_src "$top")}
 obj=${BUILD_OBJ:-$top/build/obj/$kver}
 [ -f "$kdir/Module.symvers" ] || die "$kdir is not a kernel build directory (no Module.symvers)"
 
+# One build of an object dir at a time, sources, target.mk and kbuild: make
+# check starts the shim tier (which builds its modules) and the shim
+# modules' own step together, and the second must find the first's done.
+mkdir -p "$obj"
+exec 8>"$obj/.build.lock"
+flock -n 8 || { step "waiting for another build of $obj" >&2; flock 8; }
+
 sync_module_sources "$src" "$obj"
 rsync -a "$top/Kbuild" "$top/VERSION" "$obj/"
 

@@ -42,6 +42,9 @@
 #                    back to 4 KiB folios without counting it
 #   huge-write-at-folio-start stock tier, gmem_huge_test, our kvm.ko whose
 #                    write() copies each page to the start of its folio
+#   huge-write-poison-by-head stock tier, gmem_huge_test, our kvm.ko whose
+#                    write() asks only a 2 MiB folio's first page whether
+#                    it is poisoned (the pre-0033 check)
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
@@ -214,7 +217,7 @@ mutants=("$@")
 			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window fsx-threads-private-readable
 			 huge-order-0 huge-level-by-host-mapping huge-fallback-uncounted
 			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start
-			 fsx-huge-write-at-folio-start)
+			 fsx-huge-write-at-folio-start huge-write-poison-by-head)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -489,6 +492,17 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 'gmem_huge_test: "write_fills_folios" FAILED: byte [0-9]+ of page [0-9]+ reads 0x[0-9a-f]+, write\(\) put 0x[0-9a-f]+ there' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c write_fills" \
 			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-write-at-folio-start-$kver"
+		;;
+	huge-write-poison-by-head)
+		# write() into a 2 MiB folio that mm could not split asks the
+		# folio, i.e. its first page, whether it is poisoned, not the
+		# page it copies into.
+		mutate huge-write-poison-by-head virt/kvm/guest_memfd.c \
+			's/if \(folio_test_large\(folio\) && PageHWPoison\(folio_file_page\(folio, index\)\)\) \{/if (folio_test_large(folio) \&\& folio_test_hwpoison(folio)) {/' || continue
+		must_fail huge-write-poison-by-head stock ours \
+'gmem_huge_test: "write_poisoned_folio" FAILED: pwrite\(\) of the poisoned page [0-9]+ in a 2 MiB folio: 4096 \(written\), expected EHWPOISON' -- \
+			ONLY=gmem_huge_test ONLY_ARGS="-c write_poisoned" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-write-poison-by-head-$kver"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

@@ -58,6 +58,16 @@
  *                             (more than a write() batch) read back page by
  *                             page; a vCPU maps the whole one 2 MiB at a time
  *                             (pages_2m, at most 4 faults) and keeps its data.
+ *   write_charges_writer      the 2 MiB folios pwrite() brings are charged to
+ *                             the writer's memory cgroup (file_thp); at the
+ *                             cgroup's limit a pwrite() into a hole takes a
+ *                             4 KiB folio (gmem_huge_fallbacks + 1), whole.
+ *   write_poisoned_folio      a page of a 2 MiB folio write() filled poisoned
+ *                             (MADV_HWPOISON): mm splits the folio, pwrite()
+ *                             of that page EHWPOISON, of the pages around it
+ *                             done, a write over it short at the page; with a
+ *                             pipe holding a page of the folio mm cannot split
+ *                             it, and the same holds of the 2 MiB folio.
  *
  * Prints TAP. Without the flag (modules other than ours), cases SKIP or
  * FAIL as gmem_skip_or_fail() says.
@@ -802,10 +812,11 @@ static long free_huge_blocks(int node)
  * one free 2 MiB block. (Not the filler freed: then the node's blocks
  * come back only as fast as whatever took single pages of them while the
  * node was fragmented, slab and the per-CPU lists, gives them back.) The
- * per-CPU lists are held to their floor (percpu_pagelist_high_fraction):
- * a 2 MiB page freed onto one is over that at once and goes on to the
- * buddy lists, where an allocation sees it; by default the list would
- * keep it, out of the watermark check's sight, until vmstat's work. Compaction is off meanwhile (vm.extfrag_threshold 1000: no
+ * per-CPU lists are held to their floor (percpu_pagelist_high_fraction)
+ * for that punch: a 2 MiB page freed onto one is over that at once and
+ * goes on to the buddy lists, where an allocation sees it; by default the
+ * list would keep it, out of the watermark check's sight, until vmstat's
+ * work. Compaction is off meanwhile (vm.extfrag_threshold 1000: no
  * request's fragmentation is bad enough; proactive compaction 0), so that
  * neither direct compaction nor kcompactd makes a free block out of the
  * node's movable memory behind the test's back.
@@ -824,10 +835,9 @@ static int fragmented_node_falls_back(char *why, size_t whylen)
 		return r;
 	/* Should node 1 run out after all, the OOM killer takes this test. */
 	gmem_write_file("/proc/self/oom_score_adj", "1000");
-	if (!sysctl_set(EXTFRAG, 1000, &extfrag) || !sysctl_set(PROACTIVE, 0, &proactive) ||
-	    !sysctl_set(PCP_FRACTION, PCP_FLOOR, &pcp_fraction)) {
-		snprintf(why, whylen, "cannot turn compaction off (%s, %s) or floor the per-CPU lists (%s): %s",
-			 EXTFRAG, PROACTIVE, PCP_FRACTION, strerror(errno));
+	if (!sysctl_set(EXTFRAG, 1000, &extfrag) || !sysctl_set(PROACTIVE, 0, &proactive)) {
+		snprintf(why, whylen, "cannot turn compaction off (%s, %s): %s", EXTFRAG,
+			 PROACTIVE, strerror(errno));
 		r = KSFT_FAIL;
 		goto out;
 	}
@@ -934,8 +944,18 @@ static int fragmented_node_falls_back(char *why, size_t whylen)
 	/*
 	 * The folio kept whole, punched, goes back in one piece, through
 	 * the floored per-CPU list to the buddy lists: node 1's one free
-	 * block, and the next touch of a hole must take it.
+	 * block, and the next touch of a hole must take it. (Floored only
+	 * now: while the node fills, the default lists keep some of its free
+	 * pages, and the 4 KiB fallback where a 2 MiB page fails takes one
+	 * of them; with floored lists the node fills to its watermark first,
+	 * and the fallback can meet the OOM killer.)
 	 */
+	if (!sysctl_set(PCP_FRACTION, PCP_FLOOR, &pcp_fraction)) {
+		snprintf(why, whylen, "cannot floor the per-CPU lists (%s): %s", PCP_FRACTION,
+			 strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
 	if (fallocate(fill_fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, whole, SZ_2M)) {
 		snprintf(why, whylen, "punching the filler's whole folio at %zu MiB: %s",
 			 whole >> 20, strerror(errno));
@@ -1156,6 +1176,223 @@ out:
 	return r;
 }
 
+static int write_charges_writer(char *why, size_t whylen)
+{
+	size_t len = 8 << 20;
+	long thp = -1, current, fallbacks, hole = 2 * SZ_2M / page + 9;
+	char max[32], path[128];
+	int kvm, vm, fd, r;
+	uint8_t *p;
+
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	if (!gmem_cgroup_enter_new(TEST_CGROUP)) {
+		snprintf(why, whylen, "cannot set up a memory cgroup at %s: %s", TEST_CGROUP,
+			 strerror(errno));
+		r = KSFT_FAIL;
+		goto out_vm;
+	}
+	p = huge_map_flags(vm, len, FLAGS | GUEST_MEMFD_FLAG_WRITE, &fd, why, whylen);
+	if (!p) {
+		r = KSFT_FAIL;
+		goto out_cg;
+	}
+	r = KSFT_FAIL;
+	/* A page into each of two holes: two 2 MiB folios, the writer's. */
+	if (!write_pages(fd, 3, 1, 1, why, whylen) ||
+	    !write_pages(fd, SZ_2M / page + 5, 1, 1, why, whylen))
+		goto out_file;
+	/* memory.stat is flushed every 2 s, or past a threshold of updates. */
+	for (int i = 0; i < 10 && thp < 2 * (long)SZ_2M; i++) {
+		thp = gmem_cgroup_stat(TEST_CGROUP, "file_thp");
+		if (thp < 2 * (long)SZ_2M)
+			sleep(1);
+	}
+	if (thp < 2 * (long)SZ_2M) {
+		snprintf(why, whylen, "%ld bytes of file_thp charged to the cgroup whose task wrote into two 2 MiB holes",
+			 thp);
+		goto out_file;
+	}
+
+	/* Room for 1 MiB more: the next hole written into takes a 4 KiB folio. */
+	snprintf(path, sizeof(path), "%s/memory.current", TEST_CGROUP);
+	current = gmem_counter(path);
+	snprintf(max, sizeof(max), "%ld", current + (1 << 20));
+	snprintf(path, sizeof(path), "%s/memory.max", TEST_CGROUP);
+	fallbacks = gmem_counter(HUGE_FALLBACKS);
+	if (current < 0 || !gmem_write_file(path, max)) {
+		snprintf(why, whylen, "cannot limit the cgroup to %s bytes: %s", max,
+			 strerror(errno));
+		goto out_file;
+	}
+	if (!write_pages(fd, hole, 1, 2, why, whylen)) {
+		gmem_write_file(path, "max");
+		goto out_file;
+	}
+	if (gmem_counter(HUGE_FALLBACKS) != fallbacks + 1 ||
+	    gmem_cached_pages(fd, 2 * SZ_2M, SZ_2M) != 1 || in_huge_folio(p + hole * page) != 0)
+		snprintf(why, whylen, "at the cgroup's limit a pwrite() into a hole took %s folio, gmem_huge_fallbacks %ld -> %ld, %ld pages cached in its 2 MiB",
+			 in_huge_folio(p + hole * page) ? "a 2 MiB" : "a 4 KiB", fallbacks,
+			 gmem_counter(HUGE_FALLBACKS), gmem_cached_pages(fd, 2 * SZ_2M, SZ_2M));
+	else if (reads_written(p, hole, 1, 2, why, whylen) &&
+		 reads_written(p, 3, 1, 1, why, whylen))
+		r = KSFT_PASS;
+	gmem_write_file(path, "max");
+out_file:
+	munmap(p, len);
+	close(fd);
+out_cg:
+	gmem_cgroup_leave(TEST_CGROUP);
+out_vm:
+	close(vm);
+	close(kvm);
+	return r;
+}
+
+/*
+ * MADV_HWPOISON on the page at @p: 0 when it got poisoned (memory_failure()
+ * may tell this task, which maps the page, with SIGBUS BUS_MCEERR_AR/AO, or
+ * say EBUSY or EHWPOISON where it could not split or isolate), else -errno.
+ */
+static int poison_page(volatile uint8_t *p)
+{
+	int r;
+
+	gmem_sigbus_setup();
+	if (sigsetjmp(gmem_sigbus_jmp, 1))
+		return gmem_sigbus_code == BUS_MCEERR_AR || gmem_sigbus_code == BUS_MCEERR_AO ?
+		       0 : -EFAULT;
+	gmem_sigbus_armed = 1;
+	r = madvise((void *)p, page, MADV_HWPOISON) ? -errno : 0;
+	gmem_sigbus_armed = 0;
+	return r == -EBUSY || r == -EHWPOISON ? 0 : r;
+}
+
+/*
+ * The 2 MiB at @first (pages) filled by write(), page @bad of it poisoned:
+ * pwrite() of @bad EHWPOISON, of the pages on either side done, of three
+ * pages over it short at it; every other page reads what write() put there.
+ * @split: mm could split the folio (no other reference), so the pages around
+ * are 4 KiB folios; else they are still in the 2 MiB one.
+ */
+static bool write_around_poison(int fd, uint8_t *p, long first, long bad, bool split,
+				char *why, size_t whylen)
+{
+	uint8_t buf[3 * 4096], *q;
+	bool sigbus;
+	ssize_t done;
+	int r;
+
+	if (!write_pages(fd, first, SZ_2M / page, 4, why, whylen))
+		return false;
+	if (in_huge_folio(p + first * page) != 1) {
+		snprintf(why, whylen, "the 2 MiB write() filled at page %ld is not one folio", first);
+		return false;
+	}
+	r = poison_page(p + bad * page);
+	if (r) {
+		snprintf(why, whylen, "MADV_HWPOISON of page %ld: %s", bad, strerror(-r));
+		return false;
+	}
+	if (in_huge_folio(p + (bad + 1) * page) != !split) {
+		snprintf(why, whylen, "after page %ld was poisoned, page %ld is in %s folio, expected %s (%s)",
+			 bad, bad + 1, split ? "a 2 MiB" : "a 4 KiB", split ? "4 KiB" : "2 MiB",
+			 split ? "mm splits a folio nothing else holds" :
+			 "a pipe holds a page of it: mm cannot split it");
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = gmem_pat((bad - 1) * page + i, 6);
+	done = pwrite(fd, buf + page, page, bad * page);
+	if (done != -1 || errno != EHWPOISON) {
+		snprintf(why, whylen, "pwrite() of the poisoned page %ld in %s folio: %zd (%s), expected EHWPOISON",
+			 bad, split ? "a 4 KiB" : "a 2 MiB", done,
+			 done < 0 ? strerror(errno) : "written");
+		return false;
+	}
+	done = pwrite(fd, buf, 3 * page, (bad - 1) * page);
+	if (done != (ssize_t)page) {
+		snprintf(why, whylen, "pwrite() of pages %ld-%ld over the poisoned %ld: %zd (%s), expected %ld (short at it)",
+			 bad - 1, bad + 1, bad, done, done < 0 ? strerror(errno) : "written",
+			 page);
+		return false;
+	}
+	if (!write_pages(fd, bad + 1, 1, 5, why, whylen) ||
+	    !reads_written(p, bad + 1, 1, 5, why, whylen))
+		return false;
+	if (gmem_check(p, (bad - 1) * page, bad * page, 6) >= 0) {
+		snprintf(why, whylen, "page %ld does not read what the short write put there", bad - 1);
+		return false;
+	}
+	if (!reads_written(p, first, bad - 1 - first, 4, why, whylen) ||
+	    !reads_written(p, bad + 2, first + SZ_2M / page - bad - 2, 4, why, whylen))
+		return false;
+	/*
+	 * Through a new mapping: where mm could not split the folio it leaves
+	 * the old mappings be (a real machine raises a machine check on that
+	 * access); a fault must refuse the poisoned page.
+	 */
+	q = mmap(NULL, SZ_2M, PROT_READ, MAP_SHARED, fd, first * page);
+	if (q == MAP_FAILED) {
+		snprintf(why, whylen, "mmap of the 2 MiB at page %ld: %s", first, strerror(errno));
+		return false;
+	}
+	sigbus = gmem_sigbus(q + (bad - first) * page, false);
+	if (!sigbus || gmem_sigbus_code != BUS_MCEERR_AR)
+		snprintf(why, whylen, "a touch of the poisoned page %ld through a new mapping: %s",
+			 bad, sigbus ? "SIGBUS, not BUS_MCEERR_AR" : "no SIGBUS");
+	munmap(q, SZ_2M);
+	return !why[0];
+}
+
+static int write_poisoned_folio(char *why, size_t whylen)
+{
+	size_t len = 8 << 20;
+	long first = SZ_2M / page, second = 3 * SZ_2M / page;
+	int kvm, vm, fd, r, pipefd[2] = { -1, -1 };
+	struct iovec iov;
+	uint8_t *p;
+
+	if (geteuid()) {
+		snprintf(why, whylen, "MADV_HWPOISON needs root");
+		return KSFT_SKIP;
+	}
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	p = huge_map_flags(vm, len, FLAGS | GUEST_MEMFD_FLAG_WRITE, &fd, why, whylen);
+	if (!p) {
+		r = KSFT_FAIL;
+		goto out_vm;
+	}
+	r = KSFT_FAIL;
+	if (!write_around_poison(fd, p, first, first + 100, true, why, whylen))
+		goto out_file;
+	/* A pipe holds a page of the next 2 MiB folio: no split. */
+	if (!write_pages(fd, second, 1, 4, why, whylen))
+		goto out_file;
+	iov = (struct iovec){ .iov_base = p + (second + 300) * page, .iov_len = page };
+	if (pipe(pipefd) || vmsplice(pipefd[1], &iov, 1, 0) != (ssize_t)page) {
+		snprintf(why, whylen, "vmsplice of a page of the file into a pipe: %s",
+			 strerror(errno));
+		goto out_file;
+	}
+	if (write_around_poison(fd, p, second, second + 100, false, why, whylen))
+		r = KSFT_PASS;
+out_file:
+	if (pipefd[0] >= 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+	}
+	munmap(p, len);
+	close(fd);
+out_vm:
+	close(vm);
+	close(kvm);
+	return r;
+}
+
 static int userfault_memslot_maps_4k(char *why, size_t whylen)
 {
 	static uint64_t bitmap[(8 << 20) / 4096 / 64];	/* nothing armed */
@@ -1193,6 +1430,8 @@ int main(int argc, char **argv)
 		{ "crossings_refused", crossings_refused },
 		{ "userfault_memslot_maps_4k", userfault_memslot_maps_4k },
 		{ "write_fills_folios", write_fills_folios },
+		{ "write_charges_writer", write_charges_writer },
+		{ "write_poisoned_folio", write_poisoned_folio },
 		/*
 		 * Last, and only when "-c" names it (make check runs it in a
 		 * guest of its own): filling a node costs 3 s in a new guest,

@@ -57,6 +57,11 @@
  *                             (memfd_thp: shmem_enabled "advise",
  *                             MADV_HUGEPAGE; the ref) vs anonymous memory with
  *                             THP (anon_thp, MADV_HUGEPAGE)
+ *   write_huge                one pwrite() of the whole file from a populated
+ *                             buffer, as ndm_write: a WRITE|HUGEPAGE
+ *                             guest_memfd (gmem_huge: each 2 MiB cleared,
+ *                             then copied into) vs a WRITE guest_memfd of
+ *                             4 KiB folios (gmem, the ref) and memfd
  *   vcpu_huge_{first,retouch,faults}  as vcpu_*, over 64 MiB, one re-touch
  *                             pass, and the VM's page faults in the first
  *                             touch (pf_taken): gmem_huge and gmem vs
@@ -1318,6 +1323,9 @@ static const struct bench_case cases[] = {
 	{ "fault_huge", MEMFD_THP, "memfd_thp", PPS, case_fault, 0, 1, 1, { "" } },
 	{ "fault_huge", ANON_THP, "memfd_thp", PPS, case_fault, 0, 1, 1, { "" } },
 	VCPU_HUGE(GMEM_HUGE), VCPU_HUGE(GMEM), VCPU_HUGE(ANON_THP),
+	{ "write_huge", GMEM_HUGE, "gmem", PPS, case_populate, 1, 1, 1, { "" } },
+	{ "write_huge", GMEM, "gmem", PPS, case_populate, 1, 1, 1, { "" } },
+	{ "write_huge", MEMFD, "gmem", PPS, case_populate, 1, 1, 1, { "" } },
 	NUMA(GMEM), NUMA(GMEM_BIND_LOCAL), NUMA(GMEM_BIND_REMOTE),
 	NDM("ndm_first_touch", case_fault, 0),
 	NDM("ndm_fallocate", case_populate, 0),
