@@ -42,6 +42,10 @@
 #                    back to 4 KiB folios without counting it
 #   huge-write-at-folio-start stock tier, gmem_huge_test, our kvm.ko whose
 #                    write() copies each page to the start of its folio
+#   huge-write-no-clear shim tier, gmem_huge_test, our kvm.ko whose write()
+#                    leaves the pages of a new 2 MiB folio it did not fill
+#                    as the allocator gave them (the shim kernel has no
+#                    init_on_alloc, so they show what was there before)
 #   huge-write-poison-by-head stock tier, gmem_huge_test, our kvm.ko whose
 #                    write() asks only a 2 MiB folio's first page whether
 #                    it is poisoned (the pre-0033 check)
@@ -217,7 +221,7 @@ mutants=("$@")
 			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window fsx-threads-private-readable
 			 huge-order-0 huge-level-by-host-mapping huge-fallback-uncounted
 			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start
-			 fsx-huge-write-at-folio-start huge-write-poison-by-head)
+			 fsx-huge-write-at-folio-start huge-write-poison-by-head huge-write-no-clear)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -492,6 +496,16 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 'gmem_huge_test: "write_fills_folios" FAILED: byte [0-9]+ of page [0-9]+ reads 0x[0-9a-f]+, write\(\) put 0x[0-9a-f]+ there' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c write_fills" \
 			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-write-at-folio-start-$kver"
+		;;
+	huge-write-no-clear)
+		# write() does not clear the pages of a new 2 MiB folio that it
+		# does not fill: they hold what the page held before.
+		mutate huge-write-no-clear virt/kvm/guest_memfd.c \
+			's/\t\t\tfolio_zero_segments\(folio, 0, from, from \+ done \* PAGE_SIZE,\n\t\t\t\t\t    folio_size\(folio\)\);\n//' || continue
+		must_fail huge-write-no-clear shim ours \
+'gmem_huge_test: "write_fills_folios" FAILED: byte [0-9]+ of page [0-9]+, which write\(\) did not fill, reads 0xa5, not 0' -- \
+			ONLY=gmem_huge_test ONLY_ARGS="-c write_fills" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-write-no-clear-shim"
 		;;
 	huge-write-poison-by-head)
 		# write() into a 2 MiB folio that mm could not split asks the

@@ -872,24 +872,6 @@ static void *convert_thread(void *arg)
 }
 
 /*
- * MADV_HWPOISON on the page at @p: 0 when it got poisoned (memory_failure()
- * may tell the caller, which maps the page, with SIGBUS BUS_MCEERR_AR), else
- * -errno, or -EFAULT for another SIGBUS (the page is private right then).
- */
-static int poison_page(volatile uint8_t *p)
-{
-	int r;
-
-	if (sigsetjmp(gmem_sigbus_jmp, 1))
-		return gmem_sigbus_code == BUS_MCEERR_AR || gmem_sigbus_code == BUS_MCEERR_AO ?
-		       0 : -EFAULT;
-	gmem_sigbus_armed = 1;
-	r = madvise((void *)p, page, MADV_HWPOISON) ? -errno : 0;
-	gmem_sigbus_armed = 0;
-	return r;
-}
-
-/*
  * memory_failure() holds a folio's lock when it takes the invalidate lock
  * (kvm_gmem_error_folio()); a conversion holds the invalidate lock. One
  * thread converts a 2 MiB file back and forth while this one poisons pages
@@ -922,7 +904,7 @@ static int hwpoison_during_conversions(char *why, size_t whylen)
 
 		/* Until the page is shared when madvise() faults it in. */
 		for (int tries = 0; tries < 200; tries++) {
-			int e = poison_page(p);
+			int e = gmem_poison_page(p);
 
 			if (!e) {
 				poisoned++;

@@ -681,10 +681,52 @@ out_vm:
 	return r;
 }
 
-static int memcg_charge_and_fallback(char *why, size_t whylen)
+/*
+ * pwrite() of @n pages from page @index, gmem_pat(@seed) of their file
+ * offsets, from a buffer that never touched the file's mapping; false (why
+ * set) on a short or failed write.
+ */
+static bool write_pages(int fd, long index, long n, uint8_t seed, char *why, size_t whylen)
+{
+	size_t len = n * page, off = index * page;
+	uint8_t *buf = malloc(len);
+	ssize_t done;
+
+	for (size_t i = 0; buf && i < len; i++)
+		buf[i] = gmem_pat(off + i, seed);
+	done = buf ? pwrite(fd, buf, len, off) : -1;
+	free(buf);
+	if (done != (ssize_t)len) {
+		snprintf(why, whylen, "pwrite of pages %ld-%ld: %s", index, index + n - 1,
+			 done < 0 ? strerror(errno) : "short");
+		return false;
+	}
+	return true;
+}
+
+/* Do the @n pages from @index read what write_pages(@seed) put there? */
+static bool reads_written(const uint8_t *p, long index, long n, uint8_t seed, char *why,
+			  size_t whylen)
+{
+	long bad = gmem_check(p, index * page, (index + n) * page, seed);
+
+	if (bad >= 0)
+		snprintf(why, whylen, "byte %ld of page %ld reads 0x%02x, write() put 0x%02x there",
+			 bad % page, bad / page, p[bad], gmem_pat(bad, seed));
+	return bad < 0;
+}
+
+/*
+ * The 2 MiB folios a task in a new memory cgroup brings into the file, by
+ * touching its mapping or (@write) by pwrite(), are that cgroup's file_thp;
+ * with room for 1 MiB more, the next hole it brings takes a 4 KiB folio,
+ * counted in gmem_huge_fallbacks, and the page is there.
+ */
+static int charged_to_the_task(bool write, char *why, size_t whylen)
 {
 	size_t len = 8 << 20;
-	long thp = -1, current = -1, fallbacks;
+	long thp = -1, current = -1, fallbacks, hole = 2 * SZ_2M / page + 9;
+	const char *how = write ? "pwrite()" : "touch";
 	char max[32], path[128];
 	int kvm, vm, fd, r;
 	uint8_t *p;
@@ -698,22 +740,29 @@ static int memcg_charge_and_fallback(char *why, size_t whylen)
 		r = KSFT_FAIL;
 		goto out_vm;
 	}
-	p = huge_map(vm, len, &fd, why, whylen);
+	p = huge_map_flags(vm, len, FLAGS | (write ? GUEST_MEMFD_FLAG_WRITE : 0), &fd, why,
+			   whylen);
 	if (!p) {
 		r = KSFT_FAIL;
 		goto out_cg;
 	}
+	r = KSFT_FAIL;
+	/* Two 2 MiB: all of them touched, or a page of each written. */
+	if (!write)
+		gmem_fill(p, 0, 2 * SZ_2M, 0x19);
+	else if (!write_pages(fd, 3, 1, 1, why, whylen) ||
+		 !write_pages(fd, SZ_2M / page + 5, 1, 1, why, whylen))
+		goto out_file;
 	/* memory.stat is flushed every 2 s, or past a threshold of updates. */
-	gmem_fill(p, 0, len / 2, 0x19);
-	for (int i = 0; i < 10 && thp < (long)len / 2; i++) {
+	for (int i = 0; i < 10 && thp < 2 * (long)SZ_2M; i++) {
 		thp = gmem_cgroup_stat(TEST_CGROUP, "file_thp");
-		if (thp < (long)len / 2)
+		if (thp < 2 * (long)SZ_2M)
 			sleep(1);
 	}
-	if (thp < (long)len / 2) {
-		snprintf(why, whylen, "%ld bytes of file_thp charged to the cgroup that touched %zu",
-			 thp, len / 2);
-		r = KSFT_FAIL;
+	if (thp < 2 * (long)SZ_2M) {
+		snprintf(why, whylen, "%ld bytes of file_thp charged to the cgroup that %s %lu",
+			 thp, write ? "wrote a page into two 2 MiB holes of" : "touched",
+			 2 * SZ_2M);
 		goto out_file;
 	}
 
@@ -726,15 +775,21 @@ static int memcg_charge_and_fallback(char *why, size_t whylen)
 	if (current < 0 || !gmem_write_file(path, max)) {
 		snprintf(why, whylen, "cannot limit the cgroup to %s bytes: %s", max,
 			 strerror(errno));
-		r = KSFT_FAIL;
-	} else if (gmem_sigbus(p + len / 2, true) || in_huge_folio(p + len / 2) != 0 ||
+		goto out_file;
+	}
+	if (write ? !write_pages(fd, hole, 1, 2, why, whylen) :
+		    gmem_sigbus(p + hole * page, true)) {
+		if (!why[0])
+			snprintf(why, whylen, "at the cgroup's limit a touch of a hole: SIGBUS");
+	} else if (in_huge_folio(p + hole * page) != 0 ||
 		   gmem_counter(HUGE_FALLBACKS) != fallbacks + 1 ||
-		   gmem_cached_pages(fd, len / 2, SZ_2M) != 1) {
-		snprintf(why, whylen, "at the cgroup's limit a touch of a hole took %s folio, gmem_huge_fallbacks %ld -> %ld, %ld pages cached in its 2 MiB",
-			 in_huge_folio(p + len / 2) ? "a 2 MiB" : "a 4 KiB",
-			 fallbacks, gmem_counter(HUGE_FALLBACKS),
-			 gmem_cached_pages(fd, len / 2, SZ_2M));
-		r = KSFT_FAIL;
+		   gmem_cached_pages(fd, 2 * SZ_2M, SZ_2M) != 1) {
+		snprintf(why, whylen, "at the cgroup's limit a %s of a hole took %s folio, gmem_huge_fallbacks %ld -> %ld, %ld pages cached in its 2 MiB",
+			 how, in_huge_folio(p + hole * page) ? "a 2 MiB" : "a 4 KiB", fallbacks,
+			 gmem_counter(HUGE_FALLBACKS), gmem_cached_pages(fd, 2 * SZ_2M, SZ_2M));
+	} else if (!write || (reads_written(p, hole, 1, 2, why, whylen) &&
+			      reads_written(p, 3, 1, 1, why, whylen))) {
+		r = KSFT_PASS;
 	}
 	gmem_write_file(path, "max");
 out_file:
@@ -746,6 +801,17 @@ out_vm:
 	close(vm);
 	close(kvm);
 	return r;
+}
+
+static int memcg_charge_and_fallback(char *why, size_t whylen)
+{
+	return charged_to_the_task(false, why, whylen);
+}
+
+/* write() allocates as a fault does: the same, the folios brought by pwrite(). */
+static int write_charges_writer(char *why, size_t whylen)
+{
+	return charged_to_the_task(true, why, whylen);
 }
 
 /* Set the sysctl @path to @v, keeping what it was in @old (-1: none). */
@@ -1057,41 +1123,6 @@ out_vm:
 	return r;
 }
 
-/*
- * pwrite() of @n pages from page @index, gmem_pat(@seed) of their file
- * offsets, from a buffer that never touched the file's mapping; false (why
- * set) on a short or failed write.
- */
-static bool write_pages(int fd, long index, long n, uint8_t seed, char *why, size_t whylen)
-{
-	size_t len = n * page, off = index * page;
-	uint8_t *buf = malloc(len);
-	ssize_t done;
-
-	for (size_t i = 0; buf && i < len; i++)
-		buf[i] = gmem_pat(off + i, seed);
-	done = buf ? pwrite(fd, buf, len, off) : -1;
-	free(buf);
-	if (done != (ssize_t)len) {
-		snprintf(why, whylen, "pwrite of pages %ld-%ld: %s", index, index + n - 1,
-			 done < 0 ? strerror(errno) : "short");
-		return false;
-	}
-	return true;
-}
-
-/* Do the @n pages from @index read what write_pages(@seed) put there? */
-static bool reads_written(const uint8_t *p, long index, long n, uint8_t seed, char *why,
-			  size_t whylen)
-{
-	long bad = gmem_check(p, index * page, (index + n) * page, seed);
-
-	if (bad >= 0)
-		snprintf(why, whylen, "byte %ld of page %ld reads 0x%02x, write() put 0x%02x there",
-			 bad % page, bad / page, p[bad], gmem_pat(bad, seed));
-	return bad < 0;
-}
-
 /* Are the 2 MiB ranges [@first, @end) (2 MiB units) all in the file, or all holes? */
 static bool ranges_cached(int fd, int first, int end, bool cached, char *why, size_t whylen)
 {
@@ -1112,13 +1143,28 @@ static int write_fills_folios(char *why, size_t whylen)
 	size_t len = 8 << 20;
 	long one = (SZ_2M + 3 * page) / page, across = (2 * SZ_2M - 2 * page) / page;
 	long whole = 3 * SZ_2M / page, n = SZ_2M / page, folios, pf, huge;
+	cpu_set_t all_cpus;
 	struct huge_vm h;
+	long bad;
 	int r;
 
+	sched_getaffinity(0, sizeof(all_cpus), &all_cpus);
 	r = huge_vm_open(&h, len, GUEST_MEMFD_FLAG_WRITE, 0, NULL, why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
 	r = KSFT_FAIL;
+	pin_cpu(sched_getcpu());
+	/*
+	 * A 2 MiB folio written all over and punched: the next 2 MiB this CPU
+	 * allocates is likely that page again, with what was written there,
+	 * where the allocator does not clear pages itself (the shim kernel;
+	 * Debian's has init_on_alloc): write() must clear what it does not fill.
+	 */
+	gmem_fill(h.p, 3 * SZ_2M, 4 * SZ_2M, 0xa5);
+	if (fallocate(h.fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 3 * SZ_2M, SZ_2M)) {
+		snprintf(why, whylen, "punching the 2 MiB at 6 MiB: %s", strerror(errno));
+		goto out;
+	}
 	/* The code's page took the first 2 MiB; the rest is a hole. */
 	folios = gmem_counter(HUGE_FOLIOS);
 	if (!ranges_cached(h.fd, 1, 4, false, why, whylen))
@@ -1146,10 +1192,14 @@ static int write_fills_folios(char *why, size_t whylen)
 	    !reads_written(h.p, across, 4, 0, why, whylen) ||
 	    !reads_written(h.p, whole, n, 7, why, whylen))
 		goto out;
-	if (gmem_check_zero(h.p, SZ_2M, one * page) >= 0 ||
-	    gmem_check_zero(h.p, (one + 1) * page, across * page) >= 0 ||
-	    gmem_check_zero(h.p, (across + 4) * page, whole * page) >= 0) {
-		snprintf(why, whylen, "a page write() did not fill reads non-zero");
+	bad = gmem_check_zero(h.p, SZ_2M, one * page);
+	if (bad < 0)
+		bad = gmem_check_zero(h.p, (one + 1) * page, across * page);
+	if (bad < 0)
+		bad = gmem_check_zero(h.p, (across + 4) * page, whole * page);
+	if (bad >= 0) {
+		snprintf(why, whylen, "byte %ld of page %ld, which write() did not fill, reads 0x%02x, not 0",
+			 bad % page, bad / page, h.p[bad]);
 		goto out;
 	}
 	if (in_huge_folio(h.p + one * page) != 1 || in_huge_folio(h.p + whole * page) != 1) {
@@ -1172,101 +1222,9 @@ static int write_fills_folios(char *why, size_t whylen)
 	else if (!why[0])
 		snprintf(why, whylen, "the bytes after the vCPU's in page %ld are not write()'s", whole);
 out:
+	sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
 	huge_vm_close(&h);
 	return r;
-}
-
-static int write_charges_writer(char *why, size_t whylen)
-{
-	size_t len = 8 << 20;
-	long thp = -1, current, fallbacks, hole = 2 * SZ_2M / page + 9;
-	char max[32], path[128];
-	int kvm, vm, fd, r;
-	uint8_t *p;
-
-	r = open_vm(&kvm, &vm, 0, why, whylen);
-	if (r != KSFT_PASS)
-		return r;
-	if (!gmem_cgroup_enter_new(TEST_CGROUP)) {
-		snprintf(why, whylen, "cannot set up a memory cgroup at %s: %s", TEST_CGROUP,
-			 strerror(errno));
-		r = KSFT_FAIL;
-		goto out_vm;
-	}
-	p = huge_map_flags(vm, len, FLAGS | GUEST_MEMFD_FLAG_WRITE, &fd, why, whylen);
-	if (!p) {
-		r = KSFT_FAIL;
-		goto out_cg;
-	}
-	r = KSFT_FAIL;
-	/* A page into each of two holes: two 2 MiB folios, the writer's. */
-	if (!write_pages(fd, 3, 1, 1, why, whylen) ||
-	    !write_pages(fd, SZ_2M / page + 5, 1, 1, why, whylen))
-		goto out_file;
-	/* memory.stat is flushed every 2 s, or past a threshold of updates. */
-	for (int i = 0; i < 10 && thp < 2 * (long)SZ_2M; i++) {
-		thp = gmem_cgroup_stat(TEST_CGROUP, "file_thp");
-		if (thp < 2 * (long)SZ_2M)
-			sleep(1);
-	}
-	if (thp < 2 * (long)SZ_2M) {
-		snprintf(why, whylen, "%ld bytes of file_thp charged to the cgroup whose task wrote into two 2 MiB holes",
-			 thp);
-		goto out_file;
-	}
-
-	/* Room for 1 MiB more: the next hole written into takes a 4 KiB folio. */
-	snprintf(path, sizeof(path), "%s/memory.current", TEST_CGROUP);
-	current = gmem_counter(path);
-	snprintf(max, sizeof(max), "%ld", current + (1 << 20));
-	snprintf(path, sizeof(path), "%s/memory.max", TEST_CGROUP);
-	fallbacks = gmem_counter(HUGE_FALLBACKS);
-	if (current < 0 || !gmem_write_file(path, max)) {
-		snprintf(why, whylen, "cannot limit the cgroup to %s bytes: %s", max,
-			 strerror(errno));
-		goto out_file;
-	}
-	if (!write_pages(fd, hole, 1, 2, why, whylen)) {
-		gmem_write_file(path, "max");
-		goto out_file;
-	}
-	if (gmem_counter(HUGE_FALLBACKS) != fallbacks + 1 ||
-	    gmem_cached_pages(fd, 2 * SZ_2M, SZ_2M) != 1 || in_huge_folio(p + hole * page) != 0)
-		snprintf(why, whylen, "at the cgroup's limit a pwrite() into a hole took %s folio, gmem_huge_fallbacks %ld -> %ld, %ld pages cached in its 2 MiB",
-			 in_huge_folio(p + hole * page) ? "a 2 MiB" : "a 4 KiB", fallbacks,
-			 gmem_counter(HUGE_FALLBACKS), gmem_cached_pages(fd, 2 * SZ_2M, SZ_2M));
-	else if (reads_written(p, hole, 1, 2, why, whylen) &&
-		 reads_written(p, 3, 1, 1, why, whylen))
-		r = KSFT_PASS;
-	gmem_write_file(path, "max");
-out_file:
-	munmap(p, len);
-	close(fd);
-out_cg:
-	gmem_cgroup_leave(TEST_CGROUP);
-out_vm:
-	close(vm);
-	close(kvm);
-	return r;
-}
-
-/*
- * MADV_HWPOISON on the page at @p: 0 when it got poisoned (memory_failure()
- * may tell this task, which maps the page, with SIGBUS BUS_MCEERR_AR/AO, or
- * say EBUSY or EHWPOISON where it could not split or isolate), else -errno.
- */
-static int poison_page(volatile uint8_t *p)
-{
-	int r;
-
-	gmem_sigbus_setup();
-	if (sigsetjmp(gmem_sigbus_jmp, 1))
-		return gmem_sigbus_code == BUS_MCEERR_AR || gmem_sigbus_code == BUS_MCEERR_AO ?
-		       0 : -EFAULT;
-	gmem_sigbus_armed = 1;
-	r = madvise((void *)p, page, MADV_HWPOISON) ? -errno : 0;
-	gmem_sigbus_armed = 0;
-	return r == -EBUSY || r == -EHWPOISON ? 0 : r;
 }
 
 /*
@@ -1290,8 +1248,8 @@ static bool write_around_poison(int fd, uint8_t *p, long first, long bad, bool s
 		snprintf(why, whylen, "the 2 MiB write() filled at page %ld is not one folio", first);
 		return false;
 	}
-	r = poison_page(p + bad * page);
-	if (r) {
+	r = gmem_poison_page(p + bad * page);
+	if (r && r != -EBUSY && r != -EHWPOISON) {
 		snprintf(why, whylen, "MADV_HWPOISON of page %ld: %s", bad, strerror(-r));
 		return false;
 	}

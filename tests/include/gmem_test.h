@@ -301,6 +301,26 @@ static inline bool gmem_sigbus(volatile void *p, bool write)
 	return false;
 }
 
+/*
+ * MADV_HWPOISON on the page at @p (root only): 0 when it got poisoned
+ * (memory_failure() may tell the caller, which maps the page, with SIGBUS
+ * BUS_MCEERR_AR or _AO), else -errno (EBUSY or EHWPOISON where mm could not
+ * split or isolate its folio), or -EFAULT for another SIGBUS.
+ */
+static inline int gmem_poison_page(volatile uint8_t *p)
+{
+	int r;
+
+	gmem_sigbus_setup();
+	if (sigsetjmp(gmem_sigbus_jmp, 1))
+		return gmem_sigbus_code == BUS_MCEERR_AR || gmem_sigbus_code == BUS_MCEERR_AO ?
+		       0 : -EFAULT;
+	gmem_sigbus_armed = 1;
+	r = madvise((void *)p, getpagesize(), MADV_HWPOISON) ? -errno : 0;
+	gmem_sigbus_armed = 0;
+	return r;
+}
+
 /* The byte at @p, or -1 if reading it raised SIGBUS. */
 static inline int gmem_read_byte(volatile void *p)
 {
