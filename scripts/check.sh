@@ -238,6 +238,7 @@ must_fail_step "ours without userfaultfd ops" no-uffd-ops
 must_fail_step "a vCPU's NO_DIRECT_MAP fault page by page" ndm-vcpu-one-page
 must_fail_step "pfn caches kept across a memslot unbind" gpc-unbind-keeps-cache
 must_fail_step "kvm_vcpu_map() ignores userfault" vcpu-map-ignores-userfault
+must_fail_step "write() leaves a new 2 MiB folio's other pages as they were" huge-write-no-clear
 must_fail_step "the exerciser: a window into a punched range" fsx-ndm-window-into-punched
 must_fail_step "the exerciser: a vCPU fault without its window" fsx-ndm-vcpu-one-page
 must_fail_step "the exerciser: a page a failed zap left up to date" fsx-ndm-failed-zap-stays-up-to-date
