@@ -49,6 +49,12 @@
 #   huge-write-poison-by-head stock tier, gmem_huge_test, our kvm.ko whose
 #                    write() asks only a 2 MiB folio's first page whether
 #                    it is poisoned (the pre-0033 check)
+#   huge-vcpu-poison-by-folio stock tier, gmem_huge_test, our kvm.ko whose
+#                    vCPU faults ask a folio, not the page, whether it is
+#                    poisoned (a 2 MiB folio mm could not split maps its
+#                    poisoned page)
+#   huge-vcpu-maps-poisoned-2m stock tier, gmem_huge_test, our kvm.ko that
+#                    maps a 2 MiB folio with a poisoned page 2 MiB to a vCPU
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
@@ -221,7 +227,8 @@ mutants=("$@")
 			 fsx-vcpu-window-ignores-private fsx-uffd-vcpu-window fsx-threads-private-readable
 			 huge-order-0 huge-level-by-host-mapping huge-fallback-uncounted
 			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start
-			 fsx-huge-write-at-folio-start huge-write-poison-by-head huge-write-no-clear)
+			 fsx-huge-write-at-folio-start huge-write-poison-by-head huge-write-no-clear
+			 huge-vcpu-poison-by-folio huge-vcpu-maps-poisoned-2m)
 for m in "${mutants[@]}"; do
 	case "$m" in
 	debian-modules)
@@ -518,6 +525,26 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 'gmem_huge_test: "write_poisoned_folio" FAILED: pwrite\(\) of the poisoned page [0-9]+ in a 2 MiB folio: 4096 \(written\), expected EHWPOISON' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c write_poisoned" \
 			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-write-poison-by-head-$kver"
+		;;
+	huge-vcpu-poison-by-folio)
+		# A vCPU's fault asks the folio (its first page) whether it is
+		# poisoned: a 2 MiB folio mm could not split maps its poisoned
+		# page to the guest.
+		mutate huge-vcpu-poison-by-folio virt/kvm/guest_memfd.c \
+			's/\tif \(PageHWPoison\(folio_file_page\(folio, index\)\)\) \{/\tif (folio_test_hwpoison(folio)) {/' || continue
+		must_fail huge-vcpu-poison-by-folio stock ours \
+'gmem_huge_test: "vcpu_poisoned_folio" FAILED: the guest.s write of the poisoned page [0-9]+, in a 2 MiB folio mm could not split: KVM_RUN done, the guest wrote it \(exit reason 2\), expected EHWPOISON' -- \
+			ONLY=gmem_huge_test ONLY_ARGS="-c vcpu_poisoned" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-vcpu-poison-by-folio-$kver"
+		;;
+	huge-vcpu-maps-poisoned-2m)
+		# The order a vCPU may map ignores a poisoned page of the folio.
+		mutate huge-vcpu-maps-poisoned-2m virt/kvm/guest_memfd.c \
+			's/if \(nr == 1 \|\| folio_test_has_hwpoisoned\(folio\)\)/if (nr == 1)/' || continue
+		must_fail huge-vcpu-maps-poisoned-2m stock ours \
+'gmem_huge_test: "vcpu_poisoned_folio" FAILED: the vCPU mapped the 2 MiB at page [0-9]+, page [0-9]+ of it poisoned, as one: pages_2m [0-9]+ -> [0-9]+' -- \
+			ONLY=gmem_huge_test ONLY_ARGS="-c vcpu_poisoned" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-vcpu-maps-poisoned-2m-$kver"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

@@ -207,6 +207,8 @@ must_fail_step "2 MiB vCPU mappings bounded by the VMM's page tables" huge-level
 must_fail_step "a 4 KiB fallback not counted" huge-fallback-uncounted
 must_fail_step "write() into 2 MiB folios at each folio's start" huge-write-at-folio-start
 must_fail_step "write() asks a 2 MiB folio, not its page, for poison" huge-write-poison-by-head
+must_fail_step "a vCPU's fault asks a 2 MiB folio, not its page, for poison" huge-vcpu-poison-by-folio
+must_fail_step "a vCPU maps a 2 MiB folio with a poisoned page 2 MiB" huge-vcpu-maps-poisoned-2m
 must_fail_step "the exerciser: 2 MiB folios allocated 4 KiB" fsx-huge-order-0
 must_fail_step "the exerciser: a 2 MiB folio placed by its touched page's policy" fsx-huge-policy-by-page
 must_fail_step "the exerciser: write() into 2 MiB folios at each folio's start" fsx-huge-write-at-folio-start

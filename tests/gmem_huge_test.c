@@ -68,6 +68,15 @@
  *                             done, a write over it short at the page; with a
  *                             pipe holding a page of the folio mm cannot split
  *                             it, and the same holds of the 2 MiB folio.
+ *   vcpu_poisoned_folio       the vCPU's side: a page of a 2 MiB folio the host
+ *                             filled poisoned before the guest touches it, mm
+ *                             splitting the folio (so 4 KiB folios); again
+ *                             after the guest mapped the folio 2 MiB; and, with
+ *                             a pipe holding a page, unsplit: the guest writes
+ *                             the other 511 pages (the host reads them)
+ *                             without a 2 MiB mapping (pages_2m); its write of
+ *                             the poisoned page fails KVM_RUN with EHWPOISON
+ *                             and a memory fault exit naming the page, flags 0.
  *
  * Prints TAP. Without the flag (modules other than ours), cases SKIP or
  * FAIL as gmem_skip_or_fail() says.
@@ -1351,6 +1360,144 @@ out_vm:
 	return r;
 }
 
+/*
+ * The guest writes page @bad, poisoned: KVM_RUN must fail with EHWPOISON
+ * and a memory fault exit naming the page, flags 0 (guest_memfd's error
+ * passed on, as mainline's x86 and arm64 do); @folio says where it is.
+ */
+static bool vcpu_touch_poisoned(struct huge_vm *h, long bad, const char *folio, char *why,
+				size_t whylen)
+{
+	struct kvm_regs regs = {
+		.rip = CODE_GPA, .rflags = 2, .rax = 0x5a, .rsi = bad * page, .rcx = 1,
+		.rdx = page,
+	};
+	struct kvm_run *run = h->v.run;
+	int i, ret = 0;
+
+	if (ioctl(h->v.fd, KVM_SET_REGS, &regs)) {
+		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
+		return false;
+	}
+	for (i = 0; i < MAX_EXITS; i++) {
+		errno = 0;
+		ret = ioctl(h->v.fd, KVM_RUN, 0);
+		if (ret ? errno != EINTR : run->exit_reason != KVM_EXIT_INTR)
+			break;
+	}
+	if (ret != -1 || errno != EHWPOISON) {
+		snprintf(why, whylen, "the guest's write of the poisoned page %ld, %s: KVM_RUN %s (exit reason %u), expected EHWPOISON",
+			 bad, folio, ret ? strerror(errno) : "done, the guest wrote it",
+			 run->exit_reason);
+		return false;
+	}
+	if (run->exit_reason != KVM_EXIT_MEMORY_FAULT ||
+	    run->memory_fault.gpa != (unsigned long long)(bad * page) ||
+	    run->memory_fault.size != (unsigned long long)page || run->memory_fault.flags) {
+		snprintf(why, whylen, "the guest's write of the poisoned page %ld: exit reason %u, gpa %#llx size %#llx flags %#llx, expected KVM_EXIT_MEMORY_FAULT, %#lx %#lx 0",
+			 bad, run->exit_reason, (unsigned long long)run->memory_fault.gpa,
+			 (unsigned long long)run->memory_fault.size,
+			 (unsigned long long)run->memory_fault.flags, bad * page, page);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The 2 MiB at @first (pages) filled by the host, page @bad of it poisoned.
+ * @split: mm could split the folio, so the pages are 4 KiB folios; else a
+ * pipe holds one and it stays 2 MiB. @mapped: the guest wrote all of it
+ * first, a 2 MiB mapping (pages_2m + 1) that the poison must take away.
+ * The guest writes every other page of the 2 MiB and the host reads them;
+ * no 2 MiB mapping (pages_2m); the guest's write of @bad fails.
+ */
+static bool vcpu_around_poison(struct huge_vm *h, long first, long bad, bool split,
+			       bool mapped, char *why, size_t whylen)
+{
+	const char *folio = !split ? "in a 2 MiB folio mm could not split" : mapped ?
+			    "in a 4 KiB folio (mm split its 2 MiB one, which the vCPU mapped 2 MiB)" :
+			    "in a 4 KiB folio (mm split its 2 MiB one)";
+	long huge = vm_stat(h->vm, "pages_2m"), pf, end = first + SZ_2M / page;
+	int r;
+
+	memset(h->p + first * page, 1, SZ_2M);
+	if (in_huge_folio(h->p + first * page) != 1) {
+		snprintf(why, whylen, "the 2 MiB the host filled at page %ld is not one folio", first);
+		return false;
+	}
+	if (mapped && (huge_vm_touch(h, first, SZ_2M / page, &pf, why, whylen) != KSFT_PASS ||
+		       vm_stat(h->vm, "pages_2m") != huge + 1)) {
+		if (!why[0])
+			snprintf(why, whylen, "the guest's write of the 2 MiB at page %ld: pages_2m %ld -> %ld, expected one more",
+				 first, huge, vm_stat(h->vm, "pages_2m"));
+		return false;
+	}
+	r = gmem_poison_page(h->p + bad * page);
+	if (r && r != -EBUSY && r != -EHWPOISON) {
+		snprintf(why, whylen, "MADV_HWPOISON of page %ld: %s", bad, strerror(-r));
+		return false;
+	}
+	if (in_huge_folio(h->p + (bad + 1) * page) != !split) {
+		snprintf(why, whylen, "after page %ld was poisoned, page %ld is in %s folio, expected %s",
+			 bad, bad + 1, split ? "a 2 MiB" : "a 4 KiB", split ? "4 KiB" : "2 MiB");
+		return false;
+	}
+	if (huge_vm_touch(h, first, bad - first, &pf, why, whylen) != KSFT_PASS ||
+	    huge_vm_touch(h, bad + 1, end - bad - 1, &pf, why, whylen) != KSFT_PASS)
+		return false;
+	if (vm_stat(h->vm, "pages_2m") != huge) {
+		snprintf(why, whylen, "the vCPU mapped the 2 MiB at page %ld, page %ld of it poisoned, as one: pages_2m %ld -> %ld",
+			 first, bad, huge, vm_stat(h->vm, "pages_2m"));
+		return false;
+	}
+	if (!vcpu_touch_poisoned(h, bad, folio, why, whylen))
+		return false;
+	return host_sees_touch(h->p, first, bad - first, why, whylen) &&
+	       host_sees_touch(h->p, bad + 1, end - bad - 1, why, whylen);
+}
+
+static int vcpu_poisoned_folio(char *why, size_t whylen)
+{
+	long first = SZ_2M / page, third = 2 * SZ_2M / page, second = 3 * SZ_2M / page;
+	int r, pipefd[2] = { -1, -1 };
+	struct huge_vm h;
+	struct iovec iov;
+	long pf;
+
+	if (geteuid()) {
+		snprintf(why, whylen, "MADV_HWPOISON needs root");
+		return KSFT_SKIP;
+	}
+
+	r = huge_vm_open(&h, 8 << 20, 0, 0, NULL, why, whylen);
+	/* The code's 2 MiB is mapped first: pages_2m counts it from here on. */
+	if (r == KSFT_PASS)
+		r = huge_vm_touch(&h, 2, 1, &pf, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	if (!vcpu_around_poison(&h, first, first + 100, true, false, why, whylen) ||
+	    !vcpu_around_poison(&h, third, third + 100, true, true, why, whylen))
+		goto out;
+	/* A pipe holds a page of the next 2 MiB folio: no split. */
+	h.p[second * page] = 1;
+	iov = (struct iovec){ .iov_base = h.p + (second + 300) * page, .iov_len = page };
+	if (pipe(pipefd) || vmsplice(pipefd[1], &iov, 1, 0) != (ssize_t)page) {
+		snprintf(why, whylen, "vmsplice of a page of the file into a pipe: %s",
+			 strerror(errno));
+		goto out;
+	}
+	if (vcpu_around_poison(&h, second, second + 100, false, false, why, whylen))
+		r = KSFT_PASS;
+out:
+	if (pipefd[0] >= 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+	}
+	huge_vm_close(&h);
+	return r;
+}
+
 static int userfault_memslot_maps_4k(char *why, size_t whylen)
 {
 	static uint64_t bitmap[(8 << 20) / 4096 / 64];	/* nothing armed */
@@ -1390,6 +1537,7 @@ int main(int argc, char **argv)
 		{ "write_fills_folios", write_fills_folios },
 		{ "write_charges_writer", write_charges_writer },
 		{ "write_poisoned_folio", write_poisoned_folio },
+		{ "vcpu_poisoned_folio", vcpu_poisoned_folio },
 		/*
 		 * Last, and only when "-c" names it (make check runs it in a
 		 * guest of its own): filling a node costs 3 s in a new guest,
