@@ -37,8 +37,10 @@
  * exit on it, and its restore writes it). With NO_DIRECT_MAP the pages out of the direct map
  * (debugfs kvm/gmem_ndm_folios) must be the pages the file has. kvmclock's
  * page is the one the model cannot time: KVM allocates it when it updates
- * the clock, so its presence is read back after each operation (never for
- * an armed page) and its first 32 bytes are the clock's.
+ * the clock, so its presence is read back after each operation and at each
+ * userfault exit (never for an armed page; with 2 MiB folios it may bring
+ * the armed pages of its 2 MiB, the page the vCPU exits on among them) and
+ * its first 32 bytes are the clock's.
  *
  * File kinds: plain (a default VM's MMAP | INIT_SHARED | WRITE file), ndm
  * (the same with NO_DIRECT_MAP, the shim kernel), inplace (a SW_PROTECTED
@@ -179,7 +181,7 @@ enum event {
 	EV_PRIVATE_SIGBUS, EV_EAGAIN, EV_CONVERTED, EV_CLOCK_ALLOC, EV_REMOTE, EV_FAILED_ZAP,
 	EV_STALE_USED, EV_VCPU_WRITE, EV_SECOND_MAP, EV_CHILD_READ, EV_UFFD_MISSING,
 	EV_UFFD_ZERO, EV_UFFD_MINOR, EV_UFFD_RESTORE, EV_UFFD_CLOCK, EV_HUGE_FOLIO,
-	EV_HUGE_SPLIT, EV_HUGE_FALLBACK, EV_HUGE_ARMED, NR_EVENTS
+	EV_HUGE_SPLIT, EV_HUGE_FALLBACK, EV_HUGE_ARMED, EV_CLOCK_BROUGHT, NR_EVENTS
 };
 
 static const char *const event_name[NR_EVENTS] = {
@@ -193,6 +195,7 @@ static const char *const event_name[NR_EVENTS] = {
 	"KVM Userfault restores through userfaultfd", "MISSING events of kvmclock",
 	"2 MiB folios", "split by a punch", "2 MiB wanted, 4 KiB taken (allocator)",
 	"armed pages brought in with their 2 MiB",
+	"of them by kvmclock on the entry before a vCPU's userfault exit",
 };
 
 struct op {
@@ -1003,6 +1006,28 @@ static bool serve_slot(struct run *r, const struct op *o)
 }
 
 /*
+ * kvmclock's page: KVM allocates it whenever it updates the clock, which the
+ * model cannot time. Read back whether it is there, unless it is armed: then
+ * it must stay a hole, which the probe checks.
+ */
+static void sync_clock(struct run *r)
+{
+	int i;
+
+	if (r->clock_slot < 0)
+		return;
+	i = r->slot_off + r->clock_slot;
+	if (r->m.armed[i] || r->m.present[i])
+		return;
+	if (gmem_cached_pages(r->fd, (long)i * page, page) == 1) {
+		model_new_page(r, i);
+		r->m.val[i] = 0;
+		r->m.clock[i] = true;
+		r->ev[EV_CLOCK_ALLOC]++;
+	}
+}
+
+/*
  * A userfault exit at @gpa: it must be an armed page of the memslot, the
  * one the guest read or kvmclock's. Restore it.
  */
@@ -1010,6 +1035,7 @@ static bool serve_exit(struct run *r, const struct op *o, uint64_t gpa, int read
 {
 	long k = ((long)gpa - SLOT_GPA) / page;
 	int i = r->slot_off + (int)k;
+	bool was_present;
 
 	if (gpa < SLOT_GPA || k >= SLOT_PAGES || (gpa & (page - 1)))
 		return fail(r, o, "userfault exit at gpa %#llx, outside the memslot",
@@ -1021,6 +1047,14 @@ static bool serve_exit(struct run *r, const struct op *o, uint64_t gpa, int read
 		return fail(r, o, "userfault exit for page %d, neither the page read (%d) nor kvmclock's",
 			    i, read);
 	r->ev[i == read ? EV_UF_EXIT : EV_CLOCK_EXIT]++;
+	/*
+	 * KVM updates kvmclock when it enters the guest, before the vCPU's
+	 * fault: its page may be in the file now, and with 2 MiB folios the
+	 * armed pages of its 2 MiB with it (the page read among them).
+	 */
+	was_present = r->m.present[i];
+	sync_clock(r);
+	r->ev[EV_CLOCK_BROUGHT] += r->m.present[i] && !was_present;
 	/*
 	 * The model takes the vCPU's fault on the page it reads when the read
 	 * is done. KVM updates kvmclock when it enters the guest, which may be
@@ -1432,28 +1466,6 @@ static bool rebind(struct run *r, const struct op *o)
 	 * again, so that KVM writes it there now, not at a time of its own.
 	 */
 	return r->clock_slot < 0 || set_clock(r, o, r->clock_slot);
-}
-
-/*
- * kvmclock's page: KVM allocates it whenever it updates the clock, which the
- * model cannot time. Read back whether it is there, unless it is armed: then
- * it must stay a hole, which the probe checks.
- */
-static void sync_clock(struct run *r)
-{
-	int i;
-
-	if (r->clock_slot < 0)
-		return;
-	i = r->slot_off + r->clock_slot;
-	if (r->m.armed[i] || r->m.present[i])
-		return;
-	if (gmem_cached_pages(r->fd, (long)i * page, page) == 1) {
-		model_new_page(r, i);
-		r->m.val[i] = 0;
-		r->m.clock[i] = true;
-		r->ev[EV_CLOCK_ALLOC]++;
-	}
 }
 
 /*

@@ -50,6 +50,13 @@
  *   userfault_memslot_maps_4k a KVM_MEM_USERFAULT memslot (nothing armed) over
  *                             such a file: a vCPU maps 4 KiB pages, a fault
  *                             each, no 2 MiB mapping.
+ *   kvmclock_brings_armed_page kvmclock on a hole of a 2 MiB of holes, in a
+ *                             KVM_MEM_USERFAULT memslot, another page of it
+ *                             armed: the clock's update on entry brings all of
+ *                             the 2 MiB (cachestat), the armed page zero; the
+ *                             guest's write of it still exits (EFAULT,
+ *                             KVM_MEMORY_EXIT_FLAG_USERFAULT); after the
+ *                             restore the guest finds what was restored.
  *   write_fills_folios        a WRITE | HUGEPAGE file (src/virt/0033): pwrite()
  *                             of a page into a hole gives the file all of its
  *                             2 MiB (cachestat), one 2 MiB folio (kpageflags,
@@ -1361,43 +1368,63 @@ out_vm:
 }
 
 /*
- * The guest writes page @bad, poisoned: KVM_RUN must fail with EHWPOISON
- * and a memory fault exit naming the page, flags 0 (guest_memfd's error
- * passed on, as mainline's x86 and arm64 do); @folio says where it is.
+ * The guest writes page @pg: 0 when it did (its OUT), else -errno of the
+ * KVM_RUN that failed (h->v.run says why), or -EINVAL for another exit.
  */
-static bool vcpu_touch_poisoned(struct huge_vm *h, long bad, const char *folio, char *why,
-				size_t whylen)
+static int vcpu_touch_exit(struct huge_vm *h, long pg, char *why, size_t whylen)
 {
 	struct kvm_regs regs = {
-		.rip = CODE_GPA, .rflags = 2, .rax = 0x5a, .rsi = bad * page, .rcx = 1,
+		.rip = CODE_GPA, .rflags = 2, .rax = 0x5a, .rsi = pg * page, .rcx = 1,
 		.rdx = page,
 	};
 	struct kvm_run *run = h->v.run;
-	int i, ret = 0;
 
 	if (ioctl(h->v.fd, KVM_SET_REGS, &regs)) {
 		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
-		return false;
+		return -EINVAL;
 	}
-	for (i = 0; i < MAX_EXITS; i++) {
-		errno = 0;
-		ret = ioctl(h->v.fd, KVM_RUN, 0);
-		if (ret ? errno != EINTR : run->exit_reason != KVM_EXIT_INTR)
+	for (int i = 0; i < MAX_EXITS; i++) {
+		if (ioctl(h->v.fd, KVM_RUN, 0)) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (run->exit_reason == KVM_EXIT_IO && run->io.port == 0x10)
+			return 0;
+		if (run->exit_reason != KVM_EXIT_INTR)
 			break;
 	}
-	if (ret != -1 || errno != EHWPOISON) {
-		snprintf(why, whylen, "the guest's write of the poisoned page %ld, %s: KVM_RUN %s (exit reason %u), expected EHWPOISON",
-			 bad, folio, ret ? strerror(errno) : "done, the guest wrote it",
-			 run->exit_reason);
+	snprintf(why, whylen, "the guest's write of page %ld: exit reason %u", pg, run->exit_reason);
+	return -EINVAL;
+}
+
+/*
+ * The guest's write of page @pg must exit with KVM_RUN's @err and a memory
+ * fault naming the page, @flags; @what says what the page is.
+ */
+static bool vcpu_touch_faults(struct huge_vm *h, long pg, int err, uint64_t flags,
+			      const char *what, char *why, size_t whylen)
+{
+	struct kvm_run *run = h->v.run;
+	int e = vcpu_touch_exit(h, pg, why, whylen);
+
+	if (e == -EINVAL && why[0])
+		return false;
+	if (e != -err) {
+		snprintf(why, whylen, "the guest's write of page %ld (%s): KVM_RUN %s (exit reason %u), expected %s",
+			 pg, what, e ? strerror(-e) : "done, the guest wrote it", run->exit_reason,
+			 err == EHWPOISON ? "EHWPOISON" : err == EFAULT ? "EFAULT" : strerror(err));
 		return false;
 	}
 	if (run->exit_reason != KVM_EXIT_MEMORY_FAULT ||
-	    run->memory_fault.gpa != (unsigned long long)(bad * page) ||
-	    run->memory_fault.size != (unsigned long long)page || run->memory_fault.flags) {
-		snprintf(why, whylen, "the guest's write of the poisoned page %ld: exit reason %u, gpa %#llx size %#llx flags %#llx, expected KVM_EXIT_MEMORY_FAULT, %#lx %#lx 0",
-			 bad, run->exit_reason, (unsigned long long)run->memory_fault.gpa,
+	    run->memory_fault.gpa != (unsigned long long)(pg * page) ||
+	    run->memory_fault.size != (unsigned long long)page ||
+	    run->memory_fault.flags != flags) {
+		snprintf(why, whylen, "the guest's write of page %ld (%s): exit reason %u, gpa %#llx size %#llx flags %#llx, expected KVM_EXIT_MEMORY_FAULT, %#lx %#lx %#llx",
+			 pg, what, run->exit_reason, (unsigned long long)run->memory_fault.gpa,
 			 (unsigned long long)run->memory_fault.size,
-			 (unsigned long long)run->memory_fault.flags, bad * page, page);
+			 (unsigned long long)run->memory_fault.flags, pg * page, page,
+			 (unsigned long long)flags);
 		return false;
 	}
 	return true;
@@ -1414,9 +1441,9 @@ static bool vcpu_touch_poisoned(struct huge_vm *h, long bad, const char *folio, 
 static bool vcpu_around_poison(struct huge_vm *h, long first, long bad, bool split,
 			       bool mapped, char *why, size_t whylen)
 {
-	const char *folio = !split ? "in a 2 MiB folio mm could not split" : mapped ?
-			    "in a 4 KiB folio (mm split its 2 MiB one, which the vCPU mapped 2 MiB)" :
-			    "in a 4 KiB folio (mm split its 2 MiB one)";
+	const char *what = !split ? "poisoned, in a 2 MiB folio mm could not split" :
+			   mapped ? "poisoned, in a 4 KiB folio: mm split the 2 MiB one the vCPU mapped" :
+			   "poisoned, in a 4 KiB folio: mm split its 2 MiB one";
 	long huge = vm_stat(h->vm, "pages_2m"), pf, end = first + SZ_2M / page;
 	int r;
 
@@ -1450,7 +1477,7 @@ static bool vcpu_around_poison(struct huge_vm *h, long first, long bad, bool spl
 			 first, bad, huge, vm_stat(h->vm, "pages_2m"));
 		return false;
 	}
-	if (!vcpu_touch_poisoned(h, bad, folio, why, whylen))
+	if (!vcpu_touch_faults(h, bad, EHWPOISON, 0, what, why, whylen))
 		return false;
 	return host_sees_touch(h->p, first, bad - first, why, whylen) &&
 	       host_sees_touch(h->p, bad + 1, end - bad - 1, why, whylen);
@@ -1522,6 +1549,76 @@ out:
 	return r;
 }
 
+/*
+ * kvmclock x KVM Userfault x 2 MiB folios: kvmclock on a hole of a 2 MiB that
+ * is all holes, another page of it armed. KVM writes the clock when the vCPU
+ * enters, and its pfn cache's fault brings all of the 2 MiB, the armed page
+ * too: in the file, zero, still armed. The guest's write of it must still
+ * exit (KVM_MEMORY_EXIT_FLAG_USERFAULT), and what the restore writes is what
+ * the guest then finds. (The exerciser met this once, at random: its model
+ * now reads kvmclock's page back at each userfault exit.)
+ */
+static int kvmclock_brings_armed_page(char *why, size_t whylen)
+{
+	static uint64_t bitmap[(8 << 20) / 4096 / 64];
+	long clock = SZ_2M / page + 8, armed = SZ_2M / page + 100;
+	struct huge_vm h;
+	struct vm vm;
+	int r, e;
+
+	memset(bitmap, 0, sizeof(bitmap));
+	bitmap[armed / 64] = 1ULL << (armed % 64);
+	r = huge_vm_open(&h, 8 << 20, GUEST_MEMFD_FLAG_WRITE, KVM_MEM_USERFAULT, bitmap, why,
+			 whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	r = KSFT_FAIL;
+	vm = (struct vm){ .vm = h.vm, .vcpu = h.v.fd };
+	e = gmem_set_kvmclock(&vm, clock * page);
+	if (e) {
+		snprintf(why, whylen, "kvmclock at page %ld: %s", clock, strerror(-e));
+		goto out;
+	}
+	if (!vcpu_touch_faults(&h, armed, EFAULT, KVM_MEMORY_EXIT_FLAG_USERFAULT,
+			       "armed, in the 2 MiB of kvmclock's hole", why, whylen))
+		goto out;
+	if (gmem_cached_pages(h.fd, clock * page, page) != 1 ||
+	    gmem_cached_pages(h.fd, armed * page, page) != 1 ||
+	    gmem_cached_pages(h.fd, SZ_2M, SZ_2M) != (long)(SZ_2M / page)) {
+		snprintf(why, whylen, "after kvmclock's update: its page %s the file, the armed page %s, %ld of their 2 MiB (expected all: one 2 MiB folio)",
+			 gmem_cached_pages(h.fd, clock * page, page) == 1 ? "in" : "not in",
+			 gmem_cached_pages(h.fd, armed * page, page) == 1 ? "in" : "not in",
+			 gmem_cached_pages(h.fd, SZ_2M, SZ_2M));
+		goto out;
+	}
+	if (gmem_check_zero(h.p, armed * page, (armed + 1) * page) >= 0) {
+		snprintf(why, whylen, "the armed page %ld kvmclock's 2 MiB brought is not zero (byte %ld)",
+			 armed, gmem_check_zero(h.p, armed * page, (armed + 1) * page) - armed * page);
+		goto out;
+	}
+	/* The restore: the snapshot written, then the bit cleared. */
+	if (!write_pages(h.fd, armed, 1, 7, why, whylen))
+		goto out;
+	__atomic_and_fetch(&bitmap[armed / 64], ~(1ULL << (armed % 64)), __ATOMIC_RELEASE);
+	e = vcpu_touch_exit(&h, armed, why, whylen);
+	if (e) {
+		if (!why[0])
+			snprintf(why, whylen, "the guest's write of the restored page %ld: KVM_RUN %s",
+				 armed, strerror(-e));
+		goto out;
+	}
+	if (h.p[armed * page] != 0x5a || gmem_check(h.p, armed * page + 1, (armed + 1) * page, 7) >= 0)
+		snprintf(why, whylen, "the restored page %ld reads %#x at byte 0 (the guest wrote 0x5a) and %s after it",
+			 armed, h.p[armed * page],
+			 gmem_check(h.p, armed * page + 1, (armed + 1) * page, 7) >= 0 ?
+			 "not the snapshot" : "the snapshot");
+	else
+		r = KSFT_PASS;
+out:
+	huge_vm_close(&h);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct gmem_case cases[] = {
@@ -1534,6 +1631,7 @@ int main(int argc, char **argv)
 		{ "memcg_charge_and_fallback", memcg_charge_and_fallback },
 		{ "crossings_refused", crossings_refused },
 		{ "userfault_memslot_maps_4k", userfault_memslot_maps_4k },
+		{ "kvmclock_brings_armed_page", kvmclock_brings_armed_page },
 		{ "write_fills_folios", write_fills_folios },
 		{ "write_charges_writer", write_charges_writer },
 		{ "write_poisoned_folio", write_poisoned_folio },
