@@ -110,8 +110,13 @@ EOS
 	chmod +x "$stage/boot-bench"
 	echo "boot-bench $(((last - first + 1) * $(wc -w <<< "$kinds") * 120)) exit-status" > "$stage/list"
 	# The tier's boot variant: one host thread per vCPU (qemu/test-tier.sh).
+	# init_on_free=1 in L1: under nested TCG, L1's first write to a page
+	# the previous L2 used costs up to ~1 ms (532 ms for a 2 MiB folio),
+	# and without it each boot paid that for memory its predecessor left,
+	# by migratetype: 2 MiB guest_memfd after 2 MiB guest_memfd, THP after
+	# THP (docs/benchmarks.md#2-mib-folios). Freeing pays it at teardown.
 	"$top/qemu/test-tier.sh" "${TIER:-stock}-boot" --tier bench-boot --results "$results" \
-		--tests "$stage" --expect "" >> "$out/boot.log" 2>&1 || rc=$?
+		--tests "$stage" --expect "" --append "init_on_free=1" >> "$out/boot.log" 2>&1 || rc=$?
 	[ -f "$results/boot-bench.tap" ] || die "bench: the boot run left no output (status $rc): see $out/boot.log"
 }
 
