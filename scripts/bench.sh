@@ -115,7 +115,12 @@ EOS
 	# and without it each boot paid that for memory its predecessor left,
 	# by migratetype: 2 MiB guest_memfd after 2 MiB guest_memfd, THP after
 	# THP (docs/benchmarks.md#2-mib-folios). Freeing pays it at teardown.
-	"$top/qemu/test-tier.sh" "${TIER:-stock}-boot" --tier bench-boot --results "$results" \
+	# The guest's limit grows with its boots (15-20 s each, a retried
+	# hang more): 900 s cut the 48 boots of 12 more rounds at the last.
+	local limit=$((300 + (last - first + 1) * $(wc -w <<< "$kinds") * 30))
+	((limit > 900)) || limit=900
+	QEMU_TIMEOUT=${QEMU_TIMEOUT:-$limit} \
+		"$top/qemu/test-tier.sh" "${TIER:-stock}-boot" --tier bench-boot --results "$results" \
 		--tests "$stage" --expect "" --append "init_on_free=1" >> "$out/boot.log" 2>&1 || rc=$?
 	[ -f "$results/boot-bench.tap" ] || die "bench: the boot run left no output (status $rc): see $out/boot.log"
 }
