@@ -396,8 +396,12 @@ static void vcpu_destroy(struct vcpu *v)
 		close(v->fd);
 }
 
-/* The guest writes 0x5a into each of @n pages from page @first. */
-static int vcpu_touch(struct vcpu *v, long first, long n, char *why, size_t whylen)
+/*
+ * The guest writes 0x5a into each of @n pages from page @first: 0 when it
+ * did (its OUT), else -errno of the KVM_RUN that failed (v->run says why),
+ * or -EINVAL with @why for anything else.
+ */
+static int vcpu_run_touch(struct vcpu *v, long first, long n, char *why, size_t whylen)
 {
 	struct kvm_regs regs = {
 		.rip = CODE_GPA, .rflags = 2, .rax = 0x5a, .rsi = first * page,
@@ -406,20 +410,31 @@ static int vcpu_touch(struct vcpu *v, long first, long n, char *why, size_t whyl
 
 	if (ioctl(v->fd, KVM_SET_REGS, &regs)) {
 		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
-		return KSFT_FAIL;
+		return -EINVAL;
 	}
 	for (int i = 0; i < MAX_EXITS; i++) {
-		if (ioctl(v->fd, KVM_RUN, 0) && errno != EINTR) {
-			snprintf(why, whylen, "KVM_RUN: %s", strerror(errno));
-			return KSFT_FAIL;
+		if (ioctl(v->fd, KVM_RUN, 0)) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
 		}
 		if (v->run->exit_reason == KVM_EXIT_IO && v->run->io.port == 0x10)
-			return KSFT_PASS;
+			return 0;
 		if (v->run->exit_reason != KVM_EXIT_INTR)
 			break;
 	}
 	snprintf(why, whylen, "the guest did not finish: exit reason %u", v->run->exit_reason);
-	return KSFT_FAIL;
+	return -EINVAL;
+}
+
+/* vcpu_run_touch() that must succeed: KSFT_PASS or KSFT_FAIL. */
+static int vcpu_touch(struct vcpu *v, long first, long n, char *why, size_t whylen)
+{
+	int e = vcpu_run_touch(v, first, n, why, whylen);
+
+	if (e && !why[0])
+		snprintf(why, whylen, "KVM_RUN: %s", strerror(-e));
+	return e ? KSFT_FAIL : KSFT_PASS;
 }
 
 /* Does the host read 0x5a in each of @n pages from page @first of @p? */
@@ -1368,37 +1383,6 @@ out_vm:
 }
 
 /*
- * The guest writes page @pg: 0 when it did (its OUT), else -errno of the
- * KVM_RUN that failed (h->v.run says why), or -EINVAL for another exit.
- */
-static int vcpu_touch_exit(struct huge_vm *h, long pg, char *why, size_t whylen)
-{
-	struct kvm_regs regs = {
-		.rip = CODE_GPA, .rflags = 2, .rax = 0x5a, .rsi = pg * page, .rcx = 1,
-		.rdx = page,
-	};
-	struct kvm_run *run = h->v.run;
-
-	if (ioctl(h->v.fd, KVM_SET_REGS, &regs)) {
-		snprintf(why, whylen, "KVM_SET_REGS: %s", strerror(errno));
-		return -EINVAL;
-	}
-	for (int i = 0; i < MAX_EXITS; i++) {
-		if (ioctl(h->v.fd, KVM_RUN, 0)) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (run->exit_reason == KVM_EXIT_IO && run->io.port == 0x10)
-			return 0;
-		if (run->exit_reason != KVM_EXIT_INTR)
-			break;
-	}
-	snprintf(why, whylen, "the guest's write of page %ld: exit reason %u", pg, run->exit_reason);
-	return -EINVAL;
-}
-
-/*
  * The guest's write of page @pg must exit with KVM_RUN's @err and a memory
  * fault naming the page, @flags; @what says what the page is.
  */
@@ -1406,7 +1390,7 @@ static bool vcpu_touch_faults(struct huge_vm *h, long pg, int err, uint64_t flag
 			      const char *what, char *why, size_t whylen)
 {
 	struct kvm_run *run = h->v.run;
-	int e = vcpu_touch_exit(h, pg, why, whylen);
+	int e = vcpu_run_touch(&h->v, pg, 1, why, whylen);
 
 	if (e == -EINVAL && why[0])
 		return false;
@@ -1600,7 +1584,7 @@ static int kvmclock_brings_armed_page(char *why, size_t whylen)
 	if (!write_pages(h.fd, armed, 1, 7, why, whylen))
 		goto out;
 	__atomic_and_fetch(&bitmap[armed / 64], ~(1ULL << (armed % 64)), __ATOMIC_RELEASE);
-	e = vcpu_touch_exit(&h, armed, why, whylen);
+	e = vcpu_run_touch(&h.v, armed, 1, why, whylen);
 	if (e) {
 		if (!why[0])
 			snprintf(why, whylen, "the guest's write of the restored page %ld: KVM_RUN %s",
