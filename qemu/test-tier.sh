@@ -104,15 +104,22 @@ shim)
 		die "module build against the shim kernel failed: see build/modules-$run.log"
 	grep -q 'KVM_GMEM_MM_HOOK := y' "$obj/target.mk" ||
 		die "the shim kernel does not export the guestmem hook"
-	# gmem_ndm_test's test-only direct map probe, for this kernel only;
-	# a directory per tier name: make check runs two must-fail tiers at once.
-	kmod="$top/build/tests-kmod/$run"
-	rm -rf "$kmod"
-	mkdir -p "$kmod/include"
-	cp "$top"/tests/kmod/* "$kmod/"
-	cp "$top/tests/include/gmem_dmap_probe.h" "$kmod/include/"
-	make -C "$kdir/build" M="$kmod" modules > "$kmod.log" 2>&1 ||
-		die "the test module build failed: see build/tests-kmod/$run.log"
+	# gmem_ndm_test's test-only direct map probe, for this kernel only:
+	# built once per kernel and sources, in a dir named after both (make
+	# check's shim runs, two at a time, share it; one builds, under its
+	# lock, the others wait and find it).
+	kmod=$(dmap_probe_dir "$top" "$kdir")
+	mkdir -p "$(dirname "$kmod")"
+	(
+		flock 6
+		[ ! -f "$kmod/gmem_dmap_probe.ko" ] || exit 0
+		rm -rf "$kmod"
+		mkdir -p "$kmod/include"
+		cp "$top"/tests/kmod/* "$kmod/"
+		cp "$top/tests/include/gmem_dmap_probe.h" "$kmod/include/"
+		make -C "$kdir/build" M="$kmod" modules > "$kmod.log" 2>&1 ||
+			{ rm -f "$kmod/gmem_dmap_probe.ko"; exit 1; }
+	) 6>"$kmod.lock" || die "the test module build failed: see ${kmod#"$top"/}.log"
 	extra+=("$kmod/gmem_dmap_probe.ko")
 	args+=(--kernel "$kdir" --modules "$obj" --initrd none)
 	;;

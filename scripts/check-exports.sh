@@ -4,8 +4,8 @@
 # sym in the symbol namespace "module:kvm": the loader lets any module that
 # imports that namespace link against it, whatever its name. So check every
 # module we build for the shim kernel: ours (build/obj/<kver>/*.ko) and the
-# test module gmem_dmap_probe.ko (build/tests-kmod/shim/, if the shim tier built
-# it). Fails closed: no Module.symvers, no kvm.ko, or an export of mm-shim
+# test module gmem_dmap_probe.ko (build/tests-kmod/<hash>/, if the shim tier
+# built it for this kernel). Fails closed: no Module.symvers, no kvm.ko, or an export of mm-shim
 # 0007 missing or outside "module:kvm" is a failure.
 #   check-exports.sh [KERNEL_DIR]
 # KERNEL_DIR: a scripts/build-kernel.sh kernel dir; default: the shim kernel
@@ -22,7 +22,7 @@ kdir=${1:-$("$top/scripts/build-kernel.sh" shim)}
 kver=$(cat "$kdir/kver")
 symvers="$kdir/build/Module.symvers"
 obj=${BUILD_OBJ:-$top/build/obj/$kver}
-probe="$top/build/tests-kmod/shim/gmem_dmap_probe.ko"
+probe="$(dmap_probe_dir "$top" "$kdir")/gmem_dmap_probe.ko"
 [ -s "$symvers" ] || die "$symvers missing or empty"
 
 # Module.symvers: crc, symbol, module, export type, namespace (tab-separated;
@@ -44,7 +44,11 @@ step "$symvers: ${#kvm_only[@]} exports in namespace module:kvm"
 
 [ -f "$obj/kvm.ko" ] || die "$obj/kvm.ko missing: build the modules for $kver (qemu/test-tier.sh shim)"
 mapfile -t kos < <(find "$obj" -maxdepth 1 -name '*.ko' | sort)
-[ -f "$probe" ] && kos+=("$probe")
+if [ -f "$probe" ]; then
+	kos+=("$probe")
+else
+	step "no test module built for this kernel (${probe#"$top"/}): checking ours only"
+fi
 
 bad=0
 for ko in "${kos[@]}"; do

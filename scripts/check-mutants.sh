@@ -88,12 +88,18 @@
 # run_cases() in tests/include/gmem_vcpu.h): a guest's time goes to what
 # the run proves.
 #   check-mutants.sh [NAME]...   (default: all)
+#   check-mutants.sh --build-only [NAME]...: only build their modules
+#       (make check does that ahead, in the background, on the core a timed
+#       tier leaves idle; the runs then find them built, build-modules.sh's
+#       hash of their inputs says so, and build what is not)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 kver=$("$top/scripts/kernel-version.sh" kver)
 fails=0
+build_only=
+[ "${1:-}" != --build-only ] || { build_only=1; shift; }
 
 fail() {
 	step "FAIL: $*"
@@ -123,16 +129,28 @@ mutate() {
 	mutant_src=$dir
 }
 
+# mutant_lock NAME: work on mutant NAME (its sources, its object dir) alone,
+# until the next mutant's lock: make check's background build of the
+# mutants' modules and the must-fail runs may reach the same one.
+mutant_lock() {
+	mkdir -p "$top/build/mutants"
+	exec 7>"$top/build/mutants/.$1.lock"
+	flock 7
+}
+
 # seed_obj TIER DIR: start the mutant's object dir DIR as a copy of the
 # tier's own build, its kbuild command and dependency files re-pointed at
 # DIR, so that kbuild rebuilds only what the mutant changes (seconds, not
-# the ~90 s of a full build). A mutant that changes flags rebuilds all.
+# the ~90 s of a full build). A mutant that changes flags rebuilds all. A
+# DIR built before is kept: kbuild rebuilds what changed since, and
+# build-modules.sh nothing if its inputs are those it was built from.
 seed_obj() {
 	local tier=$1 dir=$2 from
 	case "$tier" in
 	stock) from="$top/build/obj/$kver" ;;
 	shim) from="$top/build/obj/$(cat "$("$top/scripts/build-kernel.sh")/kver")" ;;
 	esac
+	[ ! -f "$dir/Module.symvers" ] || return 0
 	rm -rf "$dir"
 	[ -f "$from/Module.symvers" ] || return 0
 	# Under the lock build-modules.sh holds while it builds there: make
@@ -159,6 +177,10 @@ must_fail() {
 	local log="$top/build/results/mutant-$1.log"
 	shift 5
 	s="$results/summary.txt"
+	if [ -n "$build_only" ]; then
+		build_mutant "$name" "$tier" "$mods" "$@"
+		return
+	fi
 	step "mutant $name: the $tier tier must fail"
 	rm -rf "$results"
 	for arg in "$@"; do
@@ -201,6 +223,25 @@ must_fail() {
 	step "mutant $name failed as it must: $(grep -c '^- ' "$s") problems named"
 }
 
+# build_mutant NAME TIER MODULES ENV=VALUE...: --build-only: build the
+# modules must_fail's run would, as the tier would (test-tier.sh), into the
+# same dir. A failure is only reported: the run builds again and fails.
+build_mutant() {
+	local name=$1 tier=$2 mods=$3 arg kdir log="$top/build/results/mutant-$1-build.log"
+	shift 3
+	[ "$mods" = ours ] || return 0
+	for arg in "$@"; do
+		case "$arg" in BUILD_OBJ=*) seed_obj "$tier" "${arg#BUILD_OBJ=}" ;; esac
+	done
+	case "$tier" in
+	stock) env "$@" "$top/scripts/build-modules.sh" "$kver" ;;
+	shim) kdir=$("$top/scripts/build-kernel.sh") &&
+		env "$@" "$top/scripts/build-modules.sh" "$(cat "$kdir/kver")" "$kdir/build" ;;
+	*) return 0 ;;
+	esac > "$log" 2>&1 && step "mutant $name: modules built ($(tail -n 1 "$log" | sed 's/^\[ *[0-9]*s\] //'))" ||
+		step "mutant $name: its modules did not build here (log: ${log#"$top"/}); its run builds them again"
+}
+
 # fsx_mutant NAME TIER KIND FILE PERL PATTERN: a defect the exerciser must
 # find (gmem_fsx alone, in TIER, the fixed seeds of file kind KIND alone:
 # gmem_fsx -c KIND; KIND threads-K: the threads case of kind K), FILE of
@@ -230,6 +271,7 @@ mutants=("$@")
 			 fsx-huge-write-at-folio-start huge-write-poison-by-head huge-write-no-clear
 			 huge-vcpu-poison-by-folio huge-vcpu-maps-poisoned-2m)
 for m in "${mutants[@]}"; do
+	mutant_lock "$m"
 	case "$m" in
 	debian-modules)
 		# Debian's modules have none of it: our cases SKIP on the missing

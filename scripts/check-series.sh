@@ -13,12 +13,34 @@
 #                      (cross, arm64 config); the whole kernel: the shim tier
 #   src/arm64/series   on top of both: arch/arm64/kvm/ (which holds virt/kvm
 #                      too) cross-builds after each patch
+# The verdict of a passing check is kept in the cache under a hash of
+# everything it reads: the three series and their configs, the scripts it
+# runs, Kbuild, the linux-source and headers versions, and the tools
+# (compilers, patch, perl). A check of the same inputs shows the kept log
+# and passes in a second; any change checks again in full, and a failure
+# is never kept. SERIES_CHECK_AGAIN=1 checks again anyway.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 tree=$("$top/scripts/tree.sh")
 work="$top/build/check-series"
+
+need_tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
+inputs_key=$( {
+	hash_inputs "$0" "$top"/scripts/{lib,prepare,build-modules,build-selftests,tree,headers,kernel-version,debian-archive}.sh \
+		"$top/Kbuild" "$top/VERSION" $(find "$top/src" -type f | LC_ALL=C sort)
+	"$top/scripts/kernel-version.sh" pkgver
+	"$top/scripts/kernel-version.sh" kver
+	for t in gcc "$debian_gcc" aarch64-linux-gnu-gcc ccache patch perl; do "$t" --version 2>&1 | head -n 2; done
+} | sha256sum | cut -c1-16)
+kept="$KVM_GMEM_CACHE/series-check/$inputs_key.log"
+if [ -f "$kept" ] && [ -z "${SERIES_CHECK_AGAIN:-}" ]; then
+	step "the series check passed for these inputs ($inputs_key) on $(date -r "$kept" '+%F %T'), as it said then:"
+	sed 's/^/    /' "$kept"
+	step "series OK: the result kept for these inputs (SERIES_CHECK_AGAIN=1 checks again)"
+	exit 0
+fi
 # The KVM series builds, patch by patch, in one fixed place outside the
 # clone: ccache's hash holds the compiler's paths, so a build in the clone
 # would miss every object a check in another clone compiled. One check at a
@@ -142,7 +164,8 @@ for p in "${patches[@]}"; do
 			{ tail -40 "$work/selftests.log"; die "selftests do not build after $p"; }
 	fi
 done
-step "KVM series OK (cpu $(children_cpu $$)s): ${#patches[@]} patches apply with zero fuzz, pass checkpatch --strict and compile one by one without a warning"
+kvm_ok="KVM series OK (cpu $(children_cpu $$)s): ${#patches[@]} patches apply with zero fuzz, pass checkpatch --strict and compile one by one without a warning"
+step "$kvm_ok"
 
 # checkpatch FILE: the tree's checkpatch.pl --strict, run from the tree's top.
 checkpatch() {
@@ -242,4 +265,11 @@ for p in "${a64[@]}"; do
 	configure_arm64 "$p"
 	build_arm64 "$p" arch/arm64/kvm/
 done
-step "mm-shim and arm64 series OK (cpu $(children_cpu $$)s): ${#shim[@]} + ${#a64[@]} patches apply with zero fuzz, pass checkpatch --strict and build one by one"
+other_ok="mm-shim and arm64 series OK (cpu $(children_cpu $$)s): ${#shim[@]} + ${#a64[@]} patches apply with zero fuzz, pass checkpatch --strict and build one by one"
+step "$other_ok"
+
+# Passed: keep the log under the inputs' key (a failure exits before this).
+mkdir -p "$(dirname "$kept")"
+printf '%s\n' "$kvm_ok" "$other_ok" > "$kept.tmp"
+mv "$kept.tmp" "$kept"
+prune_old "$kept" "$KVM_GMEM_CACHE/series-check/"*.log

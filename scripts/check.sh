@@ -151,6 +151,68 @@ run_step "dkms.conf, changelog up to date" build/results/dkms-conf.log scripts/c
 run_step "package: make deb, lintian" build/results/deb.log scripts/check-deb.sh
 run_step "prepare + modules (Debian kernel)" build/results/modules.log make -s modules
 run_step "selftests + tests" build/results/selftests.log make -s selftests
+
+# The must-fail runs, by group: "title|name" (scripts/check-mutants.sh NAME).
+stock_must_fail=(
+	"Debian's modules|debian-modules"
+	"Linux guest, Debian's modules|debian-boot"
+	"ours without host mmap|no-host-mmap"
+	"ours without NUMA placement|no-numa-policy"
+	"ours without attribute lookup|no-attr-lookup"
+	"ours without write()|no-write"
+	"ours without vCPU userfault exits|no-vcpu-userfault"
+	"KVM's mappings ignore userfault|kvm-maps-ignore-userfault"
+	"the exerciser: kvmclock's pfn cache in a restore|fsx-gpc-restore"
+	"the exerciser: a conversion ignores a pin|fsx-conversion-ignores-pins"
+	"the exerciser's threads: a private page the host can read|fsx-threads-private-readable"
+	"2 MiB folios allocated 4 KiB|huge-order-0"
+	"2 MiB vCPU mappings bounded by the VMM's page tables|huge-level-by-host-mapping"
+	"a 4 KiB fallback not counted|huge-fallback-uncounted"
+	"write() into 2 MiB folios at each folio's start|huge-write-at-folio-start"
+	"write() asks a 2 MiB folio, not its page, for poison|huge-write-poison-by-head"
+	"a vCPU's fault asks a 2 MiB folio, not its page, for poison|huge-vcpu-poison-by-folio"
+	"a vCPU maps a 2 MiB folio with a poisoned page 2 MiB|huge-vcpu-maps-poisoned-2m"
+	"the exerciser: 2 MiB folios allocated 4 KiB|fsx-huge-order-0"
+	"the exerciser: a 2 MiB folio placed by its touched page's policy|fsx-huge-policy-by-page"
+	"the exerciser: write() into 2 MiB folios at each folio's start|fsx-huge-write-at-folio-start"
+)
+shim_must_fail=(
+	"ours without NO_DIRECT_MAP|no-direct-map"
+	"ours without the TLB flush|ndm-no-flush"
+	"pfn caches not on guest_memfd|ndm-no-gmem-pfncache"
+	"ours without userfaultfd ops|no-uffd-ops"
+	"a vCPU's NO_DIRECT_MAP fault page by page|ndm-vcpu-one-page"
+	"pfn caches kept across a memslot unbind|gpc-unbind-keeps-cache"
+	"kvm_vcpu_map() ignores userfault|vcpu-map-ignores-userfault"
+	"write() leaves a new 2 MiB folio's other pages as they were|huge-write-no-clear"
+	"the exerciser: a window into a punched range|fsx-ndm-window-into-punched"
+	"the exerciser: a vCPU fault without its window|fsx-ndm-vcpu-one-page"
+	"the exerciser: a page a failed zap left up to date|fsx-ndm-failed-zap-stays-up-to-date"
+	"the exerciser: a vCPU window past the private attribute|fsx-vcpu-window-ignores-private"
+	"the exerciser: a vCPU window in a userfaultfd file|fsx-uffd-vcpu-window"
+)
+names_of() { local e; for e in "$@"; do printf '%s ' "${e#*|}"; done; }
+
+# The idle job (scripts/check-idle.sh): from here on, in the background at
+# the lowest priority (SCHED_IDLE), the builds that need no guest, one after
+# another: they take the core that the stock and debian tiers (timed
+# selftests: they run alone) leave idle, the first ~8 min of a warm run.
+# The must-fail runs' modules are built there ahead; the native dkms build,
+# the Debian 13 build and the releases check are steps recorded when it
+# ends. Its own process group and session weight, as the background job's.
+idle_log=build/results/idle-job.log
+step "the idle job: builds beside the timed tiers (log: $idle_log)"
+setsid bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null
+	exec chrt --idle 0 nice -n 19 scripts/check-idle.sh "$1" "$2"' _ \
+	"$(names_of "${stock_must_fail[@]}")" "$(names_of "${shim_must_fail[@]}")" > "$idle_log" 2>&1 &
+idle_job=$!
+trap 'kill -- -$prebuild 2>/dev/null; kill -- -$idle_job 2>/dev/null' EXIT
+# idle_verdict NAME: record the idle job's step NAME by its closing line.
+idle_verdict() {
+	local rc took cpu
+	read -r rc took cpu <<<"$(sed -n "s/^$1: exit \([0-9]*\) after \([0-9]*\)s cpu \([0-9]*\)s$/\1 \2 \3/p" "$idle_log")"
+	record "$1" "${took:-0}" "${rc:-1}" "$2" "${cpu:-0}"
+}
 run_step "tier stock (our modules)" build/results/tier-stock.log qemu/test-tier.sh stock
 run_step "README ABI table = gmem_abi_test's cases" build/results/abi-table.log scripts/abi-table.sh --check
 # Every Markdown link resolves (anchors, files), no network.
@@ -170,16 +232,8 @@ must_fail_step() {
 	start_step "must fail: $1" "build/results/mutant-$2-check.log" scripts/check-mutants.sh "$2"
 }
 # The stock tier's must-fail runs, two at a time with the Linux guest (its
-# checks count pages and flushes, they time nothing) and the package builds
-# that no tier needs.
+# checks count pages and flushes, they time nothing).
 start_step "tier stock-boot (a Linux guest)" build/results/tier-stock-boot.log qemu/test-tier.sh stock-boot
-start_step "package: dkms build (native)" build/results/dkms-build.log scripts/check-dkms-build.sh
-start_step "Debian 13: series, modules, CRCs" build/results/debian13-build.log scripts/check-release-build.sh 13
-# Every other linux-source-6.12 in Debian 12's and 13's archives: the series
-# applies from the package's minimum on, and not below it (a result kept per
-# release for unchanged inputs: 15 s warm, ~150 s cold plus ~2 GB of
-# downloads).
-start_step "Debian's 6.12 releases: series, modules, CRCs" build/results/releases.log scripts/check-releases.sh
 # gmem_huge_test's fragmented-node case fills a memory node: 3 s in a new
 # guest, 10-80 s after other programs under TCG, so it runs in a guest of
 # its own, beside the must-fail runs (in the shim group too).
@@ -191,27 +245,7 @@ fragmented_step() {
 		qemu/test-tier.sh "$1" --tier "$2" --results "build/results/$2"
 }
 fragmented_step stock huge-fragmented
-must_fail_step "Debian's modules" debian-modules
-must_fail_step "Linux guest, Debian's modules" debian-boot
-must_fail_step "ours without host mmap" no-host-mmap
-must_fail_step "ours without NUMA placement" no-numa-policy
-must_fail_step "ours without attribute lookup" no-attr-lookup
-must_fail_step "ours without write()" no-write
-must_fail_step "ours without vCPU userfault exits" no-vcpu-userfault
-must_fail_step "KVM's mappings ignore userfault" kvm-maps-ignore-userfault
-must_fail_step "the exerciser: kvmclock's pfn cache in a restore" fsx-gpc-restore
-must_fail_step "the exerciser: a conversion ignores a pin" fsx-conversion-ignores-pins
-must_fail_step "the exerciser's threads: a private page the host can read" fsx-threads-private-readable
-must_fail_step "2 MiB folios allocated 4 KiB" huge-order-0
-must_fail_step "2 MiB vCPU mappings bounded by the VMM's page tables" huge-level-by-host-mapping
-must_fail_step "a 4 KiB fallback not counted" huge-fallback-uncounted
-must_fail_step "write() into 2 MiB folios at each folio's start" huge-write-at-folio-start
-must_fail_step "write() asks a 2 MiB folio, not its page, for poison" huge-write-poison-by-head
-must_fail_step "a vCPU's fault asks a 2 MiB folio, not its page, for poison" huge-vcpu-poison-by-folio
-must_fail_step "a vCPU maps a 2 MiB folio with a poisoned page 2 MiB" huge-vcpu-maps-poisoned-2m
-must_fail_step "the exerciser: 2 MiB folios allocated 4 KiB" fsx-huge-order-0
-must_fail_step "the exerciser: a 2 MiB folio placed by its touched page's policy" fsx-huge-policy-by-page
-must_fail_step "the exerciser: write() into 2 MiB folios at each folio's start" fsx-huge-write-at-folio-start
+for e in "${stock_must_fail[@]}"; do must_fail_step "${e%%|*}" "${e#*|}"; done
 end_steps
 # The shim tier (gmem programs only, no timed selftests) with the steps that
 # need nothing from it: the arm64 tier (its own TCG guest, KVM selftests
@@ -233,24 +267,19 @@ start_step "front ends: qemu-run, bench, qemu-shell" build/results/frontends.log
 wait_for_step "$shim_modules"
 start_step "tier shim-boot (a Linux guest)" build/results/tier-shim-boot.log qemu/test-tier.sh shim-boot
 fragmented_step shim huge-fragmented-shim
-must_fail_step "ours without NO_DIRECT_MAP" no-direct-map
-must_fail_step "ours without the TLB flush" ndm-no-flush
-must_fail_step "pfn caches not on guest_memfd" ndm-no-gmem-pfncache
-must_fail_step "ours without userfaultfd ops" no-uffd-ops
-must_fail_step "a vCPU's NO_DIRECT_MAP fault page by page" ndm-vcpu-one-page
-must_fail_step "pfn caches kept across a memslot unbind" gpc-unbind-keeps-cache
-must_fail_step "kvm_vcpu_map() ignores userfault" vcpu-map-ignores-userfault
-must_fail_step "write() leaves a new 2 MiB folio's other pages as they were" huge-write-no-clear
-must_fail_step "the exerciser: a window into a punched range" fsx-ndm-window-into-punched
-must_fail_step "the exerciser: a vCPU fault without its window" fsx-ndm-vcpu-one-page
-must_fail_step "the exerciser: a page a failed zap left up to date" fsx-ndm-failed-zap-stays-up-to-date
-must_fail_step "the exerciser: a vCPU window past the private attribute" fsx-vcpu-window-ignores-private
-must_fail_step "the exerciser: a vCPU window in a userfaultfd file" fsx-uffd-vcpu-window
+for e in "${shim_must_fail[@]}"; do must_fail_step "${e%%|*}" "${e#*|}"; done
 # The exports of every module built for the shim kernel, the shim tier's
 # probe module too.
 wait_for_step "tier shim (mm-shim debug kernel)"
 run_step "mm-shim exports: only kvm imports them" build/results/mm-shim-exports.log scripts/check-exports.sh
 end_steps
+# The idle job's steps, by their closing lines (a step that died without one
+# failed).
+step "waiting for the idle job (log: $idle_log)"
+wait "$idle_job"
+idle_verdict "package: dkms build (native)" build/results/dkms-build.log
+idle_verdict "Debian 13: series, modules, CRCs" build/results/debian13-build.log
+idle_verdict "Debian's 6.12 releases: series, modules, CRCs" build/results/releases.log
 # The tiers above have waited for what they needed; the series check may
 # still be running.
 step "waiting for the background job: the series check (log: build/results/check-series.log)"

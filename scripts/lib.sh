@@ -130,6 +130,14 @@ kbuild_path() {
 	echo "$KVM_GMEM_CACHE/work/kbuild/${rel//\//+}"
 }
 
+# dmap_probe_dir TOP KDIR: where qemu/test-tier.sh builds the test module
+# gmem_dmap_probe.ko for the kernel in KDIR (build-kernel.sh's dir): a dir
+# named after the module's sources and the kernel, shared by every run.
+dmap_probe_dir() {
+	echo "$1/build/tests-kmod/$( { hash_inputs "$1"/tests/kmod/* "$1/tests/include/gmem_dmap_probe.h"
+		echo "$2"; } | sha256sum | cut -c1-16)"
+}
+
 # hash_inputs FILE...: short content hash of files (names and contents), used as cache keys.
 hash_inputs() {
 	for f in "$@"; do
