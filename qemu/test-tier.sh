@@ -74,6 +74,14 @@ lists=("$top/tests/list")
 timeout=${QEMU_TIMEOUT:-900}
 extra=()	# files staged next to the tests
 
+# only_list LIST...: the lines of the test lists LIST... for the programs
+# ONLY names, each with ONLY_ARGS as its arguments.
+only_list() {
+	awk -v only=" $ONLY " -v args="${ONLY_ARGS:-}" '$1 !~ /^#/ && NF && index(only, " " $1 " ") {
+		if (args != "") $0 = $0 ($0 ~ / -- / ? " " : " -- ") args
+		print }' "$@"
+}
+
 case "$tier" in
 stock|debian)
 	kver=$("$top/scripts/kernel-version.sh" kver)
@@ -87,13 +95,28 @@ stock|debian)
 	args+=(--kernel stock)
 	;;
 arm64)
-	# The tests are cross-built for the arm64 kernel and staged there with
-	# their list (tests/arm64-list) by build-tests-arm64.sh.
+	# The tests are cross-built for the arm64 kernel with their list
+	# (tests/arm64-list) by build-tests-arm64.sh into build/tests-arm64/,
+	# one build at a time (make check runs the tier and its must-fail run
+	# side by side), then staged for this run.
 	kdir=$("$top/scripts/build-kernel.sh" arm64)
-	"$top/scripts/build-tests-arm64.sh" "$kdir" > "$top/build/tests-arm64.log" 2>&1 ||
+	# A mutant kernel (KERNEL_MUTANT) changes no uapi: its run takes the
+	# tests built against the series' own kernel, as the tier's does.
+	tests_kdir=$kdir
+	[ -z "${KERNEL_MUTANT:-}" ] || tests_kdir=$(KERNEL_MUTANT= "$top/scripts/build-kernel.sh" arm64)
+	( flock 6
+	  "$top/scripts/build-tests-arm64.sh" "$tests_kdir" > "$top/build/tests-arm64.log" 2>&1 ) \
+		6>"$top/build/tests-arm64.lock" ||
 		die "the arm64 tests do not build: see build/tests-arm64.log"
+	rm -rf "$stage"
+	mkdir -p "$(dirname "$stage")"
+	cp -a "$top/build/tests-arm64" "$stage"
+	if [ -n "${ONLY:-}" ]; then
+		only_list "$stage/list" > "$stage/list.only"
+		[ -s "$stage/list.only" ] || die "ONLY='$ONLY': no such program in tests/arm64-list"
+		mv "$stage/list.only" "$stage/list"
+	fi
 	args+=(--kernel "$kdir" --modules builtin)
-	stage="$top/build/tests-arm64"
 	lists=()
 	;;
 shim)
@@ -172,9 +195,7 @@ case " $* " in *" --tests "*) lists=() ;; esac
 if [ -n "${ONLY:-}" ] && [ ${#lists[@]} -gt 0 ]; then
 	only="$top/build/stage/$run.only-list"
 	mkdir -p "$top/build/stage"
-	awk -v only=" $ONLY " -v args="${ONLY_ARGS:-}" '$1 !~ /^#/ && NF && index(only, " " $1 " ") {
-		if (args != "") $0 = $0 ($0 ~ / -- / ? " " : " -- ") args
-		print }' "${lists[@]}" >"$only"
+	only_list "${lists[@]}" >"$only"
 	[ -s "$only" ] || die "ONLY='$ONLY': no such program in the tier's lists"
 	lists=("$only")
 fi

@@ -10,6 +10,11 @@
 # The config is allnoconfig plus the target's fragments. Prints the kernel
 # directory, which holds what qemu/run-tier.sh --kernel wants: vmlinuz, kver,
 # arch, [lib/modules/<kver>/], and build/ (the O= dir for modules).
+#
+# KERNEL_MUTANT=NAME:PATCH (scripts/check-mutants.sh): PATCH applied after
+# the series makes a kernel of its own, kernels/mutant-NAME-<hash>, for the
+# must-fail run of a feature built into the kernel (arm64's KVM); ccache
+# has every object but those PATCH changes.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -47,15 +52,21 @@ arm64)
 *) die "usage: $0 [shim|arm64]" ;;
 esac
 
+name=$target
+if [ -n "${KERNEL_MUTANT:-}" ]; then
+	name="mutant-${KERNEL_MUTANT%%:*}"
+	patches+=("${KERNEL_MUTANT#*:}")
+	[ -f "${patches[-1]}" ] || die "KERNEL_MUTANT: no patch ${patches[-1]}"
+fi
 key=$( { basename "$tree"; cat "$0" "${patches[@]}" "${fragments[@]}"; } | sha256sum | cut -c1-16)
-out="$KVM_GMEM_CACHE/kernels/$target-$key"
-[ -f "$out/.complete" ] || cache_lock "kernel-$target-$key"
+out="$KVM_GMEM_CACHE/kernels/$name-$key"
+[ -f "$out/.complete" ] || cache_lock "kernel-$name-$key"
 if [ -f "$out/.complete" ]; then
 	echo "$out"
 	exit 0
 fi
 
-step "building the $target kernel ($key): tree + ${#patches[@]} patches" >&2
+step "building the $name kernel ($key): tree + ${#patches[@]} patches" >&2
 mkdir -p "$out"
 src="$out/src"
 if [ ! -f "$src/.patched" ]; then
@@ -126,6 +137,6 @@ echo "$kver" > "$out/kver"
 echo "$arch" > "$out/arch"
 touch "$out/.complete"
 # Kernels of older inputs can never be used again: free their space.
-prune_old "$out" "$KVM_GMEM_CACHE/kernels/$target"-*
+prune_old "$out" "$KVM_GMEM_CACHE/kernels/$name"-*
 step "$target kernel $kver ready: $(du -h "$out/vmlinuz" | cut -f1) $(basename "$image")" >&2
 echo "$out"

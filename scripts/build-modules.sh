@@ -116,7 +116,8 @@ if [ -z "${KVM_GMEM_OBJECTS:-}" ]; then
 		    sha256sum "$obj/Kbuild" "$obj/VERSION" "$obj/target.mk" "$0" "$kdir/Module.symvers" "$kdir/.config" 2>&1
 		    echo "$kver $kdir $kbuild_dir ${in_root[*]:-native} ${make_args[*]} ${targets[*]}"
 		    env | grep '^KVM_GMEM_' | grep -vE '^KVM_GMEM_(T0|CACHE)=' | LC_ALL=C sort
-		    "$debian_gcc" --version 2>&1 | head -n 1
+		    # The compiler: the host's, or the build root's (named after it).
+		    if [ -n "$debian_native" ]; then "$debian_gcc" --version | head -n 1; fi
 		  } | sha256sum | cut -c1-16)
 	if [ -f "$obj/.built-inputs" ] && [ "$(cat "$obj/.built-inputs")" = "$inputs" ] &&
 	   [ -f "$obj/kvm.ko" ] && [ -f "$obj/kvm-amd.ko" ] && [ -f "$obj/kvm-intel.ko" ]; then

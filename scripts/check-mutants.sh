@@ -55,6 +55,9 @@
 #                    poisoned page)
 #   huge-vcpu-maps-poisoned-2m stock tier, gmem_huge_test, our kvm.ko that
 #                    maps a 2 MiB folio with a poisoned page 2 MiB to a vCPU
+#   arm64-huge-pages arm64 tier, gmem_vcpu_test, our arm64 kernel whose
+#                    stage 2 asks guest_memfd for no order (2 MiB folios
+#                    mapped page by page, as before arm64 patch 0006)
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
@@ -138,6 +141,29 @@ mutant_lock() {
 	flock 7
 }
 
+# kernel_mutant NAME FILE PERL: mutant_patch=build/mutants/NAME.patch, the
+# change PERL (a perl -0p substitution) makes to FILE of the arm64 kernel's
+# tree (the series applied), as a patch for build-kernel.sh's
+# KERNEL_MUTANT: arm64 KVM is built into the kernel. A change that no longer
+# applies fails, as in mutate().
+kernel_mutant() {
+	local name=$1 file=$2 perl=$3 kdir dir="$top/build/mutants/$1"
+	kdir=$("$top/scripts/build-kernel.sh" arm64) || { fail "mutant $name: no arm64 kernel"; return 1; }
+	rm -rf "$dir"
+	mkdir -p "$dir/a/$(dirname "$file")" "$dir/b/$(dirname "$file")"
+	cp "$kdir/src/$file" "$dir/a/$file"
+	cp "$kdir/src/$file" "$dir/b/$file"
+	perl -0pi -e "$perl" "$dir/b/$file"
+	if cmp -s "$dir/a/$file" "$dir/b/$file"; then
+		fail "mutant $name: its change ($perl) no longer applies to $file"
+		return 1
+	fi
+	# Labels, not file times: the patch (and the kernel keyed by it) is the
+	# same for the same change.
+	(cd "$dir" && diff -u --label "a/$file" --label "b/$file" "a/$file" "b/$file") > "$dir.patch" || true
+	mutant_patch="$dir.patch"
+}
+
 # seed_obj TIER DIR: start the mutant's object dir DIR as a copy of the
 # tier's own build, its kbuild command and dependency files re-pointed at
 # DIR, so that kbuild rebuilds only what the mutant changes (seconds, not
@@ -209,9 +235,14 @@ must_fail() {
 		grep -qE '^ok [0-9]+ - modprobe kvm \(stock\)' "$results/modules.tap" ||
 			{ fail "mutant $name: Debian's kvm did not load: see $results/modules.tap"; return; } ;;
 	esac
-	grep -qE '^ok [0-9]+ - load kvm_amd$' "$results/modules.tap" &&
+	if [ "$mods" = builtin ]; then
 		grep -qE '^ok [0-9]+ - /dev/kvm exists' "$results/modules.tap" ||
-		{ fail "mutant $name: kvm_amd did not load or no /dev/kvm: see $results/modules.tap"; return; }
+			{ fail "mutant $name: the mutant kernel's KVM has no /dev/kvm: see $results/modules.tap"; return; }
+	else
+		grep -qE '^ok [0-9]+ - load kvm_amd$' "$results/modules.tap" &&
+			grep -qE '^ok [0-9]+ - /dev/kvm exists' "$results/modules.tap" ||
+			{ fail "mutant $name: kvm_amd did not load or no /dev/kvm: see $results/modules.tap"; return; }
+	fi
 	while IFS= read -r re; do
 		[ -n "$re" ] || continue
 		if grep -qE -- "^- $re" "$s"; then
@@ -229,7 +260,14 @@ must_fail() {
 build_mutant() {
 	local name=$1 tier=$2 mods=$3 arg kdir log="$top/build/results/mutant-$1-build.log"
 	shift 3
-	[ "$mods" = ours ] || return 0
+	case "$mods" in
+	ours) ;;
+	builtin) env "$@" "$top/scripts/build-kernel.sh" arm64 > "$log" 2>&1 &&
+			step "mutant $name: its kernel built" ||
+			step "mutant $name: its kernel did not build here (log: ${log#"$top"/}); its run builds it again"
+		return 0 ;;
+	*) return 0 ;;
+	esac
 	for arg in "$@"; do
 		case "$arg" in BUILD_OBJ=*) seed_obj "$tier" "${arg#BUILD_OBJ=}" ;; esac
 	done
@@ -269,7 +307,7 @@ mutants=("$@")
 			 huge-order-0 huge-level-by-host-mapping huge-fallback-uncounted
 			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start
 			 fsx-huge-write-at-folio-start huge-write-poison-by-head huge-write-no-clear
-			 huge-vcpu-poison-by-folio huge-vcpu-maps-poisoned-2m)
+			 huge-vcpu-poison-by-folio huge-vcpu-maps-poisoned-2m arm64-huge-pages)
 for m in "${mutants[@]}"; do
 	mutant_lock "$m"
 	case "$m" in
@@ -588,6 +626,15 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 'gmem_huge_test: "vcpu_poisoned_folio" FAILED: the vCPU mapped the 2 MiB at page [0-9]+, page [0-9]+ of it poisoned, as one: pages_2m [0-9]+ -> [0-9]+' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c vcpu_poisoned" \
 			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-vcpu-maps-poisoned-2m-$kver"
+		;;
+	arm64-huge-pages)
+		# arm64's stage 2 asks guest_memfd for no order, as before arm64
+		# patch 0006: 2 MiB folios map page by page.
+		kernel_mutant arm64-huge-pages arch/arm64/kvm/mmu.c \
+			's/ret = kvm_gmem_get_pfn\(vcpu->kvm, slot, gfn, pfn, max_order\);/ret = kvm_gmem_get_pfn(vcpu->kvm, slot, gfn, pfn, NULL);/' || continue
+		must_fail arm64-huge-pages arm64 builtin \
+'gmem_vcpu_test: "huge_block_mapping" FAILED: 512 pages of a 2 MiB folio written in [0-9]+ exits, want <= 16 \(one stage-2 block; a plain guest_memfd took [0-9]+\)' -- \
+			ONLY=gmem_vcpu_test ONLY_ARGS="-c huge_block" KERNEL_MUTANT="arm64-huge-pages:$mutant_patch"
 		;;
 	*) die "unknown mutant $m" ;;
 	esac

@@ -190,6 +190,7 @@ shim_must_fail=(
 	"the exerciser: a page a failed zap left up to date|fsx-ndm-failed-zap-stays-up-to-date"
 	"the exerciser: a vCPU window past the private attribute|fsx-vcpu-window-ignores-private"
 	"the exerciser: a vCPU window in a userfaultfd file|fsx-uffd-vcpu-window"
+	"arm64: 2 MiB folios mapped page by page|arm64-huge-pages"
 )
 names_of() { local e; for e in "$@"; do printf '%s ' "${e#*|}"; done; }
 

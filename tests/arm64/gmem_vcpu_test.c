@@ -31,6 +31,9 @@
  *   9. hwpoison_fault_exit: the data page is poisoned before the vCPU runs:
  *      KVM_RUN fails with guest_memfd's own error, EHWPOISON, and
  *      KVM_EXIT_MEMORY_FAULT names the page, as mainline's arm64 does.
+ *  10. huge_block_mapping: a GUEST_MEMFD_FLAG_HUGEPAGE file's 2 MiB folio is
+ *      one stage-2 block: the guest's writes to its 512 pages cost a few
+ *      exits (512 with a plain file); after a punch of one page, 4 KiB pages.
  * Cases 1-3 SKIP without KVM_CAP_GMEM_SHARED_MEM (the v7 ABI), 4-5, 7 and 9
  * without the flags in KVM_CAP_GUEST_MEMFD_FLAGS; 6 checks the capabilities
  * a mainline VMM probes.
@@ -39,7 +42,8 @@
  * fine under TCG, and with FEAT_S2FWB on hardware.
  *
  * Prints TAP. Each case has an alarm() and a bound on KVM_RUN exits, so a
- * guest that goes astray fails instead of hanging.
+ * guest that goes astray fails instead of hanging. -c TEXT runs only the
+ * cases whose names contain TEXT (a must-fail run's).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -567,6 +571,220 @@ out:
 	return r;
 }
 
+/*
+ * The guest of huge_block_mapping, at CODE_GPA: a byte in each of the 512
+ * pages from HUGE_GPA (the page's number counted down from 512, low byte),
+ * then the MMIO write, and again (aarch64-linux-gnu-as + objdump -d).
+ */
+#define HUGE_GPA	0x400000	/* 2 MiB aligned, past slot 0 */
+#define HUGE_SIZE	0x400000	/* the file: two 2 MiB folios */
+#define HUGE_PAGES	512		/* the guest writes the first 2 MiB */
+
+static const uint32_t touch_code[] = {
+	0xd2a00800,	/* top:  mov  x0, #0x400000          HUGE_GPA */
+	0xd2804004,	/*       mov  x4, #512                        */
+	0x39000004,	/* loop: strb w4, [x0]                        */
+	0x91400400,	/*       add  x0, x0, #0x1000                 */
+	0xf1000484,	/*       subs x4, x4, #1                      */
+	0x54ffffa1,	/*       b.ne loop                            */
+	0xd2a00047,	/*       mov  x7, #0x20000                    */
+	0xb90000e4,	/*       str  w4, [x7]           MMIO         */
+	0x17fffff8,	/*       b    top                             */
+};
+
+/* The VM's debugfs stat @name (the sum over its vCPUs), or -1. */
+static long vm_stat(int vm, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), GMEM_DEBUGFS "/kvm/%d-%d/%s", getpid(), vm, name);
+	return gmem_counter(path);
+}
+
+/*
+ * One pass of touch_code over the first 2 MiB of @huge (the host's mapping
+ * of the file at HUGE_GPA): run to its MMIO write, check each page's byte
+ * through the mapping, and say how many exits it took (*@exits, from the
+ * VM's "exits" stat: each stage-2 fault is one, an exit KVM handles
+ * itself). Returns false with @why filled.
+ */
+static bool touch_pass(struct vm *vm, volatile uint8_t *huge, long *exits, char *why,
+		       size_t whylen)
+{
+	long before = vm_stat(vm->vm, "exits");
+
+	if (before < 0) {
+		snprintf(why, whylen, "no debugfs stat kvm/%d-%d/exits", getpid(), vm->vm);
+		return false;
+	}
+	for (int n = 0;; n++) {
+		if (n == MAX_EXITS) {
+			snprintf(why, whylen, "no report after %d exits", MAX_EXITS);
+			return false;
+		}
+		if (ioctl(vm->vcpu, KVM_RUN, 0)) {
+			if (errno == EINTR && !timed_out)
+				continue;
+			snprintf(why, whylen, "KVM_RUN: %s (exit reason %u)", strerror(errno),
+				 vm->run->exit_reason);
+			return false;
+		}
+		if (vm->run->exit_reason == KVM_EXIT_MMIO && vm->run->mmio.phys_addr == MMIO_GPA &&
+		    vm->run->mmio.is_write)
+			break;
+		snprintf(why, whylen, "unexpected exit reason %u", vm->run->exit_reason);
+		return false;
+	}
+	*exits = vm_stat(vm->vm, "exits") - before;
+	for (int i = 0; i < HUGE_PAGES; i++) {
+		uint8_t want = (uint8_t)(HUGE_PAGES - i);
+
+		if (huge[(long)i * 0x1000] != want) {
+			snprintf(why, whylen, "page %d of the 2 MiB reads %#x through the host mapping, the guest wrote %#x",
+				 i, huge[(long)i * 0x1000], want);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * A VM with touch_code and a second memslot at HUGE_GPA over a HUGE_SIZE
+ * guest_memfd made with @flags, mapped by the host (*@huge, *@fd): the
+ * caller unmaps and closes them.
+ */
+static int huge_vm(struct vm *vm, uint64_t flags, volatile uint8_t **huge, int *fd,
+		   char *why, size_t whylen)
+{
+	struct kvm_userspace_memory_region2 region;
+	void *map;
+	int r = vm_setup(vm, SETUP_MAINLINE, why, whylen);
+
+	*huge = NULL;
+	*fd = -1;
+	if (r != KSFT_PASS)
+		return r;
+	memcpy((void *)(vm->mem + CODE_GPA), touch_code, sizeof(touch_code));
+	*fd = gmem_create(vm->vm, HUGE_SIZE, flags);
+	if (*fd < 0) {
+		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD(%#llx, 4 MiB): %s",
+			 (unsigned long long)flags, strerror(-*fd));
+		return KSFT_FAIL;
+	}
+	map = gmem_map(*fd, HUGE_SIZE);
+	if (map == MAP_FAILED) {
+		snprintf(why, whylen, "mmap(guest_memfd, 4 MiB): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	*huge = map;
+	region = (struct kvm_userspace_memory_region2){
+		.slot = 1,
+		.flags = KVM_MEM_GUEST_MEMFD,
+		.guest_phys_addr = HUGE_GPA,
+		.memory_size = HUGE_SIZE,
+		.userspace_addr = (uintptr_t)map,
+		.guest_memfd = *fd,
+		.guest_memfd_offset = 0,
+	};
+	if (ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
+		snprintf(why, whylen, "KVM_SET_USER_MEMORY_REGION2 at %#x: %s", HUGE_GPA,
+			 strerror(errno));
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
+/*
+ * arm64's stage 2 maps a 2 MiB guest_memfd folio with one block (src/arm64
+ * 0006), as x86's NPT/EPT does: the guest writes a byte in each of the 512
+ * pages of a GUEST_MEMFD_FLAG_HUGEPAGE file's first 2 MiB (a gmem-only
+ * memslot at a 2 MiB aligned GPA) in at most 16 exits, where a plain
+ * guest_memfd's 4 KiB folios take one stage-2 fault, an exit, per page (at
+ * least 512: the control, in the same run). A punch of one page splits the
+ * folio (mm's truncate) and zaps the block; the next pass faults each page
+ * in again (at least 511 exits). The host reads the guest's bytes through
+ * its mapping after each pass. 6.12 arm64 has no stat of stage-2 block
+ * mappings; the VM's exits stat counts the faults.
+ */
+static int case_huge_block_mapping(char *why, size_t whylen)
+{
+	uint64_t huge_flags = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED |
+			      GUEST_MEMFD_FLAG_HUGEPAGE;
+	volatile uint8_t *huge = NULL;
+	int fd = -1, r, kvm;
+	long plain, exits, huge_exits;
+	struct vm vm;
+
+	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm < 0) {
+		snprintf(why, whylen, "cannot open /dev/kvm: %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	r = gmem_has_flags(kvm, huge_flags);
+	close(kvm);
+	if (!r) {
+		snprintf(why, whylen, "GUEST_MEMFD_FLAG_HUGEPAGE not in KVM_CAP_GUEST_MEMFD_FLAGS");
+		return gmem_skip_or_fail();
+	}
+
+	/* The control: a plain guest_memfd, 4 KiB folios, a fault per page. */
+	r = huge_vm(&vm, GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED, &huge, &fd,
+		    why, whylen);
+	if (r == KSFT_PASS) {
+		r = KSFT_FAIL;
+		if (!touch_pass(&vm, huge, &plain, why, whylen))
+			goto out;
+		if (plain < HUGE_PAGES) {
+			snprintf(why, whylen, "the control: 512 pages of a plain guest_memfd written in %ld exits, want >= 512 (a stage-2 fault each)",
+				 plain);
+			goto out;
+		}
+		r = KSFT_PASS;
+	}
+out:
+	if (huge)
+		munmap((void *)huge, HUGE_SIZE);
+	if (fd >= 0)
+		close(fd);
+	vm_teardown(&vm);
+	if (r != KSFT_PASS)
+		return r;
+
+	r = huge_vm(&vm, huge_flags, &huge, &fd, why, whylen);
+	if (r != KSFT_PASS)
+		goto out_huge;
+	r = KSFT_FAIL;
+	if (!touch_pass(&vm, huge, &exits, why, whylen))
+		goto out_huge;
+	if (exits > 16) {
+		snprintf(why, whylen, "512 pages of a 2 MiB folio written in %ld exits, want <= 16 (one stage-2 block; a plain guest_memfd took %ld)",
+			 exits, plain);
+		goto out_huge;
+	}
+	huge_exits = exits;
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 100 * 0x1000, 0x1000)) {
+		snprintf(why, whylen, "punching page 100: %s", strerror(errno));
+		goto out_huge;
+	}
+	if (!touch_pass(&vm, huge, &exits, why, whylen))
+		goto out_huge;
+	if (exits < HUGE_PAGES - 1) {
+		snprintf(why, whylen, "after a punch of page 100 split the folio: the 512 pages written again in %ld exits, want >= 511 (4 KiB, the block zapped)",
+			 exits);
+		goto out_huge;
+	}
+	snprintf(why, whylen, "512 pages written in %ld exits from a plain guest_memfd, %ld from a 2 MiB folio, %ld after a punch split it",
+		 plain, huge_exits, exits);
+	r = KSFT_PASS;
+out_huge:
+	if (huge)
+		munmap((void *)huge, HUGE_SIZE);
+	if (fd >= 0)
+		close(fd);
+	vm_teardown(&vm);
+	return r;
+}
+
 static const struct gmem_case cases[] = {
 	{ "guest_reads_host_pattern", case_guest_reads_host_pattern },
 	{ "punch_hole_seen_by_guest", case_punch_hole_seen_by_guest },
@@ -577,9 +795,11 @@ static const struct gmem_case cases[] = {
 	{ "memory_fault_exit", case_memory_fault_exit },
 	{ "mte_refuses_gmem", case_mte_refuses_gmem },
 	{ "hwpoison_fault_exit", case_hwpoison_fault_exit },
+	{ "huge_block_mapping", case_huge_block_mapping },
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
+	gmem_parse_case_args(argc, argv);	/* -c TEXT: only the cases named so */
 	run_cases(cases, ARRAY_SIZE(cases));
 }
