@@ -694,6 +694,16 @@ static int huge_vm(struct vm *vm, uint64_t flags, volatile uint8_t **huge, int *
 	return KSFT_PASS;
 }
 
+/* Undo huge_vm(), whatever it got to. */
+static void huge_vm_teardown(struct vm *vm, volatile uint8_t *huge, int fd)
+{
+	if (huge)
+		munmap((void *)huge, HUGE_SIZE);
+	if (fd >= 0)
+		close(fd);
+	vm_teardown(vm);
+}
+
 /*
  * arm64's stage 2 maps a 2 MiB guest_memfd folio with one block (src/arm64
  * 0006), as x86's NPT/EPT does: the guest writes a byte in each of the 512
@@ -742,11 +752,7 @@ static int case_huge_block_mapping(char *why, size_t whylen)
 		r = KSFT_PASS;
 	}
 out:
-	if (huge)
-		munmap((void *)huge, HUGE_SIZE);
-	if (fd >= 0)
-		close(fd);
-	vm_teardown(&vm);
+	huge_vm_teardown(&vm, huge, fd);
 	if (r != KSFT_PASS)
 		return r;
 
@@ -777,11 +783,7 @@ out:
 		 plain, huge_exits, exits);
 	r = KSFT_PASS;
 out_huge:
-	if (huge)
-		munmap((void *)huge, HUGE_SIZE);
-	if (fd >= 0)
-		close(fd);
-	vm_teardown(&vm);
+	huge_vm_teardown(&vm, huge, fd);
 	return r;
 }
 
