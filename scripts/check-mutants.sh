@@ -55,6 +55,9 @@
 #                    poisoned page)
 #   huge-vcpu-maps-poisoned-2m stock tier, gmem_huge_test, our kvm.ko that
 #                    maps a 2 MiB folio with a poisoned page 2 MiB to a vCPU
+#   huge-punch-pinned stock tier, gmem_huge_test, our kvm.ko whose punch
+#                    leaves a partly covered 2 MiB folio to truncate alone
+#                    (unsplittable: not zeroed, and dropped whole if clean)
 #   arm64-huge-pages arm64 tier, gmem_vcpu_test, our arm64 kernel whose
 #                    stage 2 asks guest_memfd for no order (2 MiB folios
 #                    mapped page by page, as before arm64 patch 0006)
@@ -307,7 +310,8 @@ mutants=("$@")
 			 huge-order-0 huge-level-by-host-mapping huge-fallback-uncounted
 			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start
 			 fsx-huge-write-at-folio-start huge-write-poison-by-head huge-write-no-clear
-			 huge-vcpu-poison-by-folio huge-vcpu-maps-poisoned-2m arm64-huge-pages)
+			 huge-vcpu-poison-by-folio huge-vcpu-maps-poisoned-2m huge-punch-pinned
+			 arm64-huge-pages)
 for m in "${mutants[@]}"; do
 	mutant_lock "$m"
 	case "$m" in
@@ -626,6 +630,15 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 'gmem_huge_test: "vcpu_poisoned_folio" FAILED: the vCPU mapped the 2 MiB at page [0-9]+, page [0-9]+ of it poisoned, as one: pages_2m [0-9]+ -> [0-9]+' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c vcpu_poisoned" \
 			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-vcpu-maps-poisoned-2m-$kver"
+		;;
+	huge-punch-pinned)
+		# A punch leaves a partly covered 2 MiB folio to truncate alone.
+		mutate huge-punch-pinned virt/kvm/guest_memfd.c \
+			's/\tif \(kvm_gmem_is_huge\(inode\)\) \{\n(\t\tunmap_mapping_range)/\tif (0) {\n$1/' || continue
+		must_fail huge-punch-pinned stock ours \
+'gmem_huge_test: "punch_pinned_folio" FAILED: the punched page [0-9]+ of a 2 MiB folio a pipe holds, filled by the mapping, reads 0x[0-9a-f]+ at byte [0-9]+, not zero; a punch of page [0-9]+ of a 2 MiB folio a pipe holds, filled by write\(\), lost page [0-9]+.s data \(reads 0\); 0 of the folio.s 512 pages in the file' -- \
+			ONLY=gmem_huge_test ONLY_ARGS="-c punch_pinned" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-punch-pinned-$kver"
 		;;
 	arm64-huge-pages)
 		# arm64's stage 2 asks guest_memfd for no order, as before arm64

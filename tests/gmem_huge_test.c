@@ -35,6 +35,13 @@
  *                             from then on (and a refill there one), the
  *                             other 2 MiB stays PMD-mapped; punching all of
  *                             the range makes it one 2 MiB folio again.
+ *   punch_pinned_folio        a page punched out of a 2 MiB folio a pipe holds
+ *                             (vmsplice()), so mm cannot split it: the page
+ *                             reads zero, every other page keeps its data, the
+ *                             folio stays whole (512 cached), the pipe's page
+ *                             is the file's; the pipe gone, the punch splits
+ *                             it and frees the page. Filled through the
+ *                             mapping (a dirty folio) and by write() (clean).
  *   numa_policy_per_folio     mbind(MPOL_BIND) to the node this task does not
  *                             run on puts each folio there; MPOL_INTERLEAVE
  *                             over both nodes alternates them folio by folio.
@@ -746,6 +753,131 @@ static bool reads_written(const uint8_t *p, long index, long n, uint8_t seed, ch
 			 bad % page, bad / page, p[bad], gmem_pat(bad, seed));
 	return bad < 0;
 }
+
+/*
+ * A punch of one page of a 2 MiB folio that something else holds (a page
+ * of it in a pipe, vmsplice()), so that mm cannot split it: the punched
+ * page must read zero and every other page keep its data, the folio whole
+ * (nothing freed while the pin lasts), and the pipe's page what it held.
+ * Once the pipe is gone, the same punch splits the folio and frees the
+ * page. The folio is filled through the host's mapping (it is dirty then)
+ * or, @by_write, by write() (it is not). 6.12's truncate, left to itself,
+ * neither zeroes such a folio's punched part (guest_memfd's mapping is
+ * AS_INACCESSIBLE) nor keeps one that is not dirty: it drops all 2 MiB.
+ * KVM patch 0032 clears a punch's part of a folio and marks it dirty.
+ */
+static int punch_pinned(bool by_write, char *why, size_t whylen)
+{
+	size_t len = 4 << 20;
+	long pinned = SZ_2M + 10 * page, hole = SZ_2M + 100 * page, cached, bad;
+	int kvm, vm, fd, r, pipefd[2] = { -1, -1 };
+	uint8_t *p, *buf = NULL;
+	struct iovec iov;
+
+	r = open_vm(&kvm, &vm, 0, why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	p = huge_map_flags(vm, len, FLAGS | (by_write ? GUEST_MEMFD_FLAG_WRITE : 0), &fd, why,
+			   whylen);
+	if (!p) {
+		r = KSFT_FAIL;
+		goto out_vm;
+	}
+	r = KSFT_FAIL;
+	if (!by_write)
+		gmem_fill(p, 0, len, 0x47);
+	else if (!write_pages(fd, 0, len / page, 0x47, why, whylen))
+		goto out_file;
+	iov = (struct iovec){ .iov_base = p + pinned, .iov_len = page };
+	if (pipe(pipefd) || vmsplice(pipefd[1], &iov, 1, 0) != (ssize_t)page) {
+		snprintf(why, whylen, "vmsplice of a page of the file into a pipe: %s",
+			 strerror(errno));
+		goto out_file;
+	}
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, hole, page)) {
+		snprintf(why, whylen, "punching page %ld of a pinned 2 MiB folio: %s", hole / page,
+			 strerror(errno));
+		goto out_file;
+	}
+	cached = gmem_cached_pages(fd, SZ_2M, SZ_2M);
+	bad = gmem_check(p, 0, hole, 0x47);
+	if (bad < 0)
+		bad = gmem_check(p, hole + page, len, 0x47);
+	if (bad >= 0) {
+		snprintf(why, whylen, "a punch of page %ld of a 2 MiB folio a pipe holds, filled by %s, lost page %ld's data (reads %#x); %ld of the folio's 512 pages in the file",
+			 hole / page, by_write ? "write()" : "the mapping", bad / page, p[bad], cached);
+		goto out_file;
+	}
+	bad = gmem_check_zero(p, hole, hole + page);
+	if (bad >= 0) {
+		snprintf(why, whylen, "the punched page %ld of a 2 MiB folio a pipe holds, filled by %s, reads %#x at byte %ld, not zero",
+			 hole / page, by_write ? "write()" : "the mapping", p[bad], bad - hole);
+		goto out_file;
+	}
+	if (cached != 512 || in_huge_folio(p + hole + page) != 1) {
+		snprintf(why, whylen, "after the punch: %ld of the pinned folio's 512 pages in the file, in a 2 MiB folio %d (expected 512, 1: not split, nothing freed)",
+			 cached, in_huge_folio(p + hole + page));
+		goto out_file;
+	}
+	buf = malloc(page);
+	if (!buf || read(pipefd[0], buf, page) != (ssize_t)page) {
+		snprintf(why, whylen, "reading the pipe's page: %s", strerror(errno));
+		goto out_file;
+	}
+	for (long b = 0; b < page; b++) {
+		if (buf[b] != gmem_pat(pinned + b, 0x47)) {
+			snprintf(why, whylen, "the pipe's page reads %#x at byte %ld, not what the file held",
+				 buf[b], b);
+			goto out_file;
+		}
+	}
+	close(pipefd[0]);
+	close(pipefd[1]);
+	pipefd[0] = pipefd[1] = -1;
+
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, hole, page)) {
+		snprintf(why, whylen, "punching page %ld again: %s", hole / page, strerror(errno));
+		goto out_file;
+	}
+	cached = gmem_cached_pages(fd, SZ_2M, SZ_2M);
+	if (cached != 511 || in_huge_folio(p + hole + page) != 0) {
+		snprintf(why, whylen, "the pin gone, a punch of the page: %ld of 512 pages in the file, in a 2 MiB folio %d (expected 511, 0: split, the page freed)",
+			 cached, in_huge_folio(p + hole + page));
+		goto out_file;
+	}
+	if (gmem_check(p, 0, hole, 0x47) >= 0 || gmem_check(p, hole + page, len, 0x47) >= 0 ||
+	    gmem_check_zero(p, hole, hole + page) >= 0) {
+		snprintf(why, whylen, "the pin gone, after the punch: the data around the hole changed, or the hole is not zero");
+		goto out_file;
+	}
+	r = KSFT_PASS;
+out_file:
+	free(buf);
+	if (pipefd[0] >= 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+	}
+	munmap(p, len);
+	close(fd);
+out_vm:
+	close(vm);
+	close(kvm);
+	return r;
+}
+
+/* Both fillings, each run whatever the other did: a failure names both. */
+static int punch_pinned_folio(char *why, size_t whylen)
+{
+	char by_write[256] = "";
+	int r = punch_pinned(false, why, whylen);
+	int w = punch_pinned(true, by_write, sizeof(by_write));
+	size_t n = strlen(why);
+
+	if (w != KSFT_PASS)
+		snprintf(why + n, whylen - n, "%s%s", n ? "; " : "", by_write);
+	return r != KSFT_PASS ? r : w;
+}
+
 
 /*
  * The 2 MiB folios a task in a new memory cgroup brings into the file, by
@@ -1611,6 +1743,7 @@ int main(int argc, char **argv)
 		{ "host_maps_pmd", host_maps_pmd },
 		{ "vcpu_maps_2m", vcpu_maps_2m },
 		{ "punch_splits_one_folio", punch_splits_one_folio },
+		{ "punch_pinned_folio", punch_pinned_folio },
 		{ "numa_policy_per_folio", numa_policy_per_folio },
 		{ "memcg_charge_and_fallback", memcg_charge_and_fallback },
 		{ "crossings_refused", crossings_refused },
