@@ -755,6 +755,30 @@ static bool reads_written(const uint8_t *p, long index, long n, uint8_t seed, ch
 }
 
 /*
+ * A pipe holding the page at @p (vmsplice()): mm cannot split its folio
+ * while the pipe lasts. @pipefd starts as -1, -1; unpin_pipe() closes it.
+ */
+static bool pin_in_pipe(uint8_t *p, int pipefd[2], char *why, size_t whylen)
+{
+	struct iovec iov = { .iov_base = p, .iov_len = page };
+
+	if (!pipe(pipefd) && vmsplice(pipefd[1], &iov, 1, 0) == (ssize_t)page)
+		return true;
+	snprintf(why, whylen, "vmsplice of a page of the file into a pipe: %s", strerror(errno));
+	return false;
+}
+
+/* Close the pipe of pin_in_pipe(), if it was made: its page is let go. */
+static void unpin_pipe(int pipefd[2])
+{
+	if (pipefd[0] >= 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+	}
+	pipefd[0] = pipefd[1] = -1;
+}
+
+/*
  * A punch of one page of a 2 MiB folio that something else holds (a page
  * of it in a pipe, vmsplice()), so that mm cannot split it: the punched
  * page must read zero and every other page keep its data, the folio whole
@@ -772,7 +796,6 @@ static int punch_pinned(bool by_write, char *why, size_t whylen)
 	long pinned = SZ_2M + 10 * page, hole = SZ_2M + 100 * page, cached, bad;
 	int kvm, vm, fd, r, pipefd[2] = { -1, -1 };
 	uint8_t *p, *buf = NULL;
-	struct iovec iov;
 
 	r = open_vm(&kvm, &vm, 0, why, whylen);
 	if (r != KSFT_PASS)
@@ -788,12 +811,8 @@ static int punch_pinned(bool by_write, char *why, size_t whylen)
 		gmem_fill(p, 0, len, 0x47);
 	else if (!write_pages(fd, 0, len / page, 0x47, why, whylen))
 		goto out_file;
-	iov = (struct iovec){ .iov_base = p + pinned, .iov_len = page };
-	if (pipe(pipefd) || vmsplice(pipefd[1], &iov, 1, 0) != (ssize_t)page) {
-		snprintf(why, whylen, "vmsplice of a page of the file into a pipe: %s",
-			 strerror(errno));
+	if (!pin_in_pipe(p + pinned, pipefd, why, whylen))
 		goto out_file;
-	}
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, hole, page)) {
 		snprintf(why, whylen, "punching page %ld of a pinned 2 MiB folio: %s", hole / page,
 			 strerror(errno));
@@ -831,9 +850,7 @@ static int punch_pinned(bool by_write, char *why, size_t whylen)
 			goto out_file;
 		}
 	}
-	close(pipefd[0]);
-	close(pipefd[1]);
-	pipefd[0] = pipefd[1] = -1;
+	unpin_pipe(pipefd);
 
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, hole, page)) {
 		snprintf(why, whylen, "punching page %ld again: %s", hole / page, strerror(errno));
@@ -853,10 +870,7 @@ static int punch_pinned(bool by_write, char *why, size_t whylen)
 	r = KSFT_PASS;
 out_file:
 	free(buf);
-	if (pipefd[0] >= 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
-	}
+	unpin_pipe(pipefd);
 	munmap(p, len);
 	close(fd);
 out_vm:
@@ -1472,7 +1486,6 @@ static int write_poisoned_folio(char *why, size_t whylen)
 	size_t len = 8 << 20;
 	long first = SZ_2M / page, second = 3 * SZ_2M / page;
 	int kvm, vm, fd, r, pipefd[2] = { -1, -1 };
-	struct iovec iov;
 	uint8_t *p;
 
 	if (geteuid()) {
@@ -1493,19 +1506,12 @@ static int write_poisoned_folio(char *why, size_t whylen)
 	/* A pipe holds a page of the next 2 MiB folio: no split. */
 	if (!write_pages(fd, second, 1, 4, why, whylen))
 		goto out_file;
-	iov = (struct iovec){ .iov_base = p + (second + 300) * page, .iov_len = page };
-	if (pipe(pipefd) || vmsplice(pipefd[1], &iov, 1, 0) != (ssize_t)page) {
-		snprintf(why, whylen, "vmsplice of a page of the file into a pipe: %s",
-			 strerror(errno));
+	if (!pin_in_pipe(p + (second + 300) * page, pipefd, why, whylen))
 		goto out_file;
-	}
 	if (write_around_poison(fd, p, second, second + 100, false, why, whylen))
 		r = KSFT_PASS;
 out_file:
-	if (pipefd[0] >= 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
-	}
+	unpin_pipe(pipefd);
 	munmap(p, len);
 	close(fd);
 out_vm:
@@ -1604,7 +1610,6 @@ static int vcpu_poisoned_folio(char *why, size_t whylen)
 	long first = SZ_2M / page, third = 2 * SZ_2M / page, second = 3 * SZ_2M / page;
 	int r, pipefd[2] = { -1, -1 };
 	struct huge_vm h;
-	struct iovec iov;
 	long pf;
 
 	if (geteuid()) {
@@ -1624,19 +1629,12 @@ static int vcpu_poisoned_folio(char *why, size_t whylen)
 		goto out;
 	/* A pipe holds a page of the next 2 MiB folio: no split. */
 	h.p[second * page] = 1;
-	iov = (struct iovec){ .iov_base = h.p + (second + 300) * page, .iov_len = page };
-	if (pipe(pipefd) || vmsplice(pipefd[1], &iov, 1, 0) != (ssize_t)page) {
-		snprintf(why, whylen, "vmsplice of a page of the file into a pipe: %s",
-			 strerror(errno));
+	if (!pin_in_pipe(h.p + (second + 300) * page, pipefd, why, whylen))
 		goto out;
-	}
 	if (vcpu_around_poison(&h, second, second + 100, false, false, why, whylen))
 		r = KSFT_PASS;
 out:
-	if (pipefd[0] >= 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
-	}
+	unpin_pipe(pipefd);
 	huge_vm_close(&h);
 	return r;
 }
