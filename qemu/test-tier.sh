@@ -25,6 +25,9 @@
 #                   only their rules), e.g. ONLY=gmem_numa_test
 #   ONLY_ARGS='...' with ONLY: arguments for those programs, e.g. a must-fail
 #                   run's one case of gmem_fsx (-c [threads-]KIND)
+#   BUILD_ONLY=1    build what the tier's run needs (modules, kernel, test
+#                   module) and stop before staging and booting (make check
+#                   builds the must-fail runs' ahead: check-mutants.sh)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -178,6 +181,7 @@ dkms)
 	die "unknown tier $tier (stock, debian, shim, arm64, dkms)"
 	;;
 esac
+[ -z "${BUILD_ONLY:-}" ] || { step "tier $name: built, not run (BUILD_ONLY)"; exit 0; }
 # Two memory nodes for the x86 tiers with our test list: gmem_numa_test
 # binds memory to the node it does not run on.
 case "$tier" in stock|debian|shim) export NUMA=${NUMA:-2} ;; esac

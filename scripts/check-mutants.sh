@@ -94,10 +94,11 @@
 # run_cases() in tests/include/gmem_vcpu.h): a guest's time goes to what
 # the run proves.
 #   check-mutants.sh [NAME]...   (default: all)
-#   check-mutants.sh --build-only [NAME]...: only build their modules
-#       (make check does that ahead, in the background, on the core a timed
-#       tier leaves idle; the runs then find them built, build-modules.sh's
-#       hash of their inputs says so, and build what is not)
+#   check-mutants.sh --build-only [NAME]...: only build what their runs
+#       need (test-tier.sh's BUILD_ONLY: modules, a mutant kernel); make
+#       check does that ahead, in the background, on the core a timed tier
+#       leaves idle; the runs then find them built (build-modules.sh's and
+#       build-kernel.sh's hashes of their inputs say so) and build what is not
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -206,15 +207,23 @@ must_fail() {
 	local log="$top/build/results/mutant-$1.log"
 	shift 5
 	s="$results/summary.txt"
+	for arg in "$@"; do
+		case "$arg" in BUILD_OBJ=*) seed_obj "$tier" "${arg#BUILD_OBJ=}" ;; esac
+	done
+	# --build-only: what the run would build, as the tier builds it. A
+	# failure is only reported: the run builds again and fails.
 	if [ -n "$build_only" ]; then
-		build_mutant "$name" "$tier" "$mods" "$@"
+		log="$top/build/results/mutant-$name-build.log"
+		if env "$@" BUILD_ONLY=1 REGRESSION=0 "$top/qemu/test-tier.sh" "$tier" \
+			--tier "mutant-$name" >"$log" 2>&1; then
+			step "mutant $name: built for its run"
+		else
+			step "mutant $name: did not build here (log: ${log#"$top"/}); its run builds again"
+		fi
 		return
 	fi
 	step "mutant $name: the $tier tier must fail"
 	rm -rf "$results"
-	for arg in "$@"; do
-		case "$arg" in BUILD_OBJ=*) seed_obj "$tier" "${arg#BUILD_OBJ=}" ;; esac
-	done
 	env "$@" REGRESSION=0 "$top/qemu/test-tier.sh" "$tier" --tier "mutant-$name" \
 		--results "$results" >"$log" 2>&1 || rc=$?
 	if [ ! -f "$s" ] || ! grep -q '^RESULT: ' "$s"; then
@@ -255,32 +264,6 @@ must_fail() {
 		fi
 	done <<<"$want"
 	step "mutant $name failed as it must: $(grep -c '^- ' "$s") problems named"
-}
-
-# build_mutant NAME TIER MODULES ENV=VALUE...: --build-only: build the
-# modules must_fail's run would, as the tier would (test-tier.sh), into the
-# same dir. A failure is only reported: the run builds again and fails.
-build_mutant() {
-	local name=$1 tier=$2 mods=$3 arg kdir log="$top/build/results/mutant-$1-build.log"
-	shift 3
-	case "$mods" in
-	ours) ;;
-	builtin) env "$@" "$top/scripts/build-kernel.sh" arm64 > "$log" 2>&1 &&
-			step "mutant $name: its kernel built" ||
-			step "mutant $name: its kernel did not build here (log: ${log#"$top"/}); its run builds it again"
-		return 0 ;;
-	*) return 0 ;;
-	esac
-	for arg in "$@"; do
-		case "$arg" in BUILD_OBJ=*) seed_obj "$tier" "${arg#BUILD_OBJ=}" ;; esac
-	done
-	case "$tier" in
-	stock) env "$@" "$top/scripts/build-modules.sh" "$kver" ;;
-	shim) kdir=$("$top/scripts/build-kernel.sh") &&
-		env "$@" "$top/scripts/build-modules.sh" "$(cat "$kdir/kver")" "$kdir/build" ;;
-	*) return 0 ;;
-	esac > "$log" 2>&1 && step "mutant $name: modules built ($(tail -n 1 "$log" | sed 's/^\[ *[0-9]*s\] //'))" ||
-		step "mutant $name: its modules did not build here (log: ${log#"$top"/}); its run builds them again"
 }
 
 # fsx_mutant NAME TIER KIND FILE PERL PATTERN: a defect the exerciser must

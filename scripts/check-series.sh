@@ -189,7 +189,6 @@ mkdir -p "$arm64"
 cp -al "$tree" "$arm64/src"
 export CCACHE_DIR="$KVM_GMEM_CACHE/ccache" CCACHE_MAXSIZE=8G CCACHE_BASEDIR="$arm64" CCACHE_DEPEND=1
 cross=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="ccache aarch64-linux-gnu-gcc")
-need_tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
 cat "$top"/src/arm64/config/*.config "$top/src/mm-shim/config/debug.config" > "$arm64/fragments.config"
 
 # configured_objs OBJ...: those OBJs the arm64 config builds. An object

@@ -152,6 +152,16 @@ run_step "package: make deb, lintian" build/results/deb.log scripts/check-deb.sh
 run_step "prepare + modules (Debian kernel)" build/results/modules.log make -s modules
 run_step "selftests + tests" build/results/selftests.log make -s selftests
 
+# job_verdict TITLE JOB_LOG NAME LOG: record, as TITLE, the step NAME of a
+# background job by its closing line in JOB_LOG ("NAME: exit N after Ts cpu
+# Cs"): a step that died without one failed. Returns the step's status.
+job_verdict() {
+	local rc took cpu
+	read -r rc took cpu <<<"$(sed -n "s/^$3: exit \([0-9]*\) after \([0-9]*\)s cpu \([0-9]*\)s$/\1 \2 \3/p" "$2")"
+	record "$1" "${took:-0}" "${rc:-1}" "$4" "${cpu:-0}"
+	return "${rc:-1}"
+}
+
 # The must-fail runs, by group: "title|name" (scripts/check-mutants.sh NAME).
 stock_must_fail=(
 	"Debian's modules|debian-modules"
@@ -209,12 +219,6 @@ setsid bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null
 	"$(names_of "${stock_must_fail[@]}")" "$(names_of "${shim_must_fail[@]}")" > "$idle_log" 2>&1 &
 idle_job=$!
 trap 'kill -- -$prebuild 2>/dev/null; kill -- -$idle_job 2>/dev/null' EXIT
-# idle_verdict NAME: record the idle job's step NAME by its closing line.
-idle_verdict() {
-	local rc took cpu
-	read -r rc took cpu <<<"$(sed -n "s/^$1: exit \([0-9]*\) after \([0-9]*\)s cpu \([0-9]*\)s$/\1 \2 \3/p" "$idle_log")"
-	record "$1" "${took:-0}" "${rc:-1}" "$2" "${cpu:-0}"
-}
 run_step "tier stock (our modules)" build/results/tier-stock.log qemu/test-tier.sh stock
 run_step "README ABI table = gmem_abi_test's cases" build/results/abi-table.log scripts/abi-table.sh --check
 # Every Markdown link resolves (anchors, files), no network.
@@ -279,23 +283,17 @@ end_steps
 # failed).
 step "waiting for the idle job (log: $idle_log)"
 wait "$idle_job"
-idle_verdict "package: dkms build (native)" build/results/dkms-build.log
-idle_verdict "Debian 13: series, modules, CRCs" build/results/debian13-build.log
-idle_verdict "Debian's 6.12 releases: series, modules, CRCs" build/results/releases.log
+for e in "package: dkms build (native)|dkms-build" "Debian 13: series, modules, CRCs|debian13-build" \
+	 "Debian's 6.12 releases: series, modules, CRCs|releases"; do
+	job_verdict "${e%%|*}" "$idle_log" "${e%%|*}" "build/results/${e#*|}.log"
+done
 # The tiers above have waited for what they needed; the series check may
 # still be running.
 step "waiting for the background job: the series check (log: build/results/check-series.log)"
 wait "$prebuild"
-# Each part's verdict is its closing line: a part that died without one
-# failed too.
-verdict() {
-	sed -n "s/^$1: exit \([0-9]*\) after \([0-9]*\)s cpu \([0-9]*\)s$/\1 \2 \3/p" "$prebuild_log"
-}
-read -r rc took cpu <<<"$(verdict prebuild)"
-record "guest image + kernels (background)" "${took:-0}" "${rc:-1}" "$prebuild_log" "${cpu:-0}"
-read -r rc took cpu <<<"$(verdict 'series check')"
-record "series check (patch by patch, background)" "${took:-0}" "${rc:-1}" build/results/check-series.log "${cpu:-0}"
-[ "${rc:-1}" = 0 ] || tail -n 15 build/results/check-series.log | sed 's/^/    /'
+job_verdict "guest image + kernels (background)" "$prebuild_log" prebuild "$prebuild_log"
+job_verdict "series check (patch by patch, background)" "$prebuild_log" "series check" \
+	build/results/check-series.log || tail -n 15 build/results/check-series.log | sed 's/^/    /'
 echo
 wall=$(( $(date +%s) - KVM_GMEM_T0 ))
 echo "=== make check: ${wall}s, cpu $(children_cpu $$)s of $(( wall * $(nproc) ))s on $(nproc) cores (details: build/results/) ==="
