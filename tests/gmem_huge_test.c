@@ -569,6 +569,14 @@ out:
 	return r;
 }
 
+/* The first byte of @p's @len outside the page at @hole that is not gmem_pat(@seed), or -1. */
+static long bad_around_hole(const uint8_t *p, long hole, size_t len, uint8_t seed)
+{
+	long bad = gmem_check(p, 0, hole, seed);
+
+	return bad >= 0 ? bad : gmem_check(p, hole + page, len, seed);
+}
+
 static int punch_splits_one_folio(char *why, size_t whylen)
 {
 	size_t len = 4 << 20;
@@ -595,8 +603,7 @@ static int punch_splits_one_folio(char *why, size_t whylen)
 		snprintf(why, whylen, "%ld pages cached after punching one of %zu, expected %zu",
 			 cached, len / page, len / page - 1);
 		r = KSFT_FAIL;
-	} else if (gmem_check(p, 0, hole, 0x47) >= 0 ||
-		   gmem_check(p, hole + page, len, 0x47) >= 0) {
+	} else if (bad_around_hole(p, hole, len, 0x47) >= 0) {
 		snprintf(why, whylen, "the data around the hole changed");
 		r = KSFT_FAIL;
 	} else if (gmem_check_zero(p, hole, hole + page) >= 0) {
@@ -819,9 +826,7 @@ static int punch_pinned(bool by_write, char *why, size_t whylen)
 		goto out_file;
 	}
 	cached = gmem_cached_pages(fd, SZ_2M, SZ_2M);
-	bad = gmem_check(p, 0, hole, 0x47);
-	if (bad < 0)
-		bad = gmem_check(p, hole + page, len, 0x47);
+	bad = bad_around_hole(p, hole, len, 0x47);
 	if (bad >= 0) {
 		snprintf(why, whylen, "a punch of page %ld of a 2 MiB folio a pipe holds, filled by %s, lost page %ld's data (reads %#x); %ld of the folio's 512 pages in the file",
 			 hole / page, by_write ? "write()" : "the mapping", bad / page, p[bad], cached);
@@ -862,8 +867,7 @@ static int punch_pinned(bool by_write, char *why, size_t whylen)
 			 cached, in_huge_folio(p + hole + page));
 		goto out_file;
 	}
-	if (gmem_check(p, 0, hole, 0x47) >= 0 || gmem_check(p, hole + page, len, 0x47) >= 0 ||
-	    gmem_check_zero(p, hole, hole + page) >= 0) {
+	if (bad_around_hole(p, hole, len, 0x47) >= 0 || gmem_check_zero(p, hole, hole + page) >= 0) {
 		snprintf(why, whylen, "the pin gone, after the punch: the data around the hole changed, or the hole is not zero");
 		goto out_file;
 	}
@@ -891,7 +895,6 @@ static int punch_pinned_folio(char *why, size_t whylen)
 		snprintf(why + n, whylen - n, "%s%s", n ? "; " : "", by_write);
 	return r != KSFT_PASS ? r : w;
 }
-
 
 /*
  * The 2 MiB folios a task in a new memory cgroup brings into the file, by
