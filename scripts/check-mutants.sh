@@ -82,6 +82,8 @@
 #                    the page touched, not of its first page
 #   fsx-huge-write-at-folio-start stock tier, write() into a 2 MiB folio at
 #                    the folio's start (as huge-write-at-folio-start)
+#   fsx-huge-punch-pinned stock tier, a punch leaves a partly covered 2 MiB
+#                    folio a pipe pins to truncate alone (as huge-punch-pinned)
 #   fsx-vcpu-window-ignores-private shim tier, a vCPU's NO_DIRECT_MAP window
 #                    in a SW_PROTECTED VM that does not stop where the
 #                    private attribute changes (issue 39, 6)
@@ -281,6 +283,7 @@ fsx_mutant() {
 
 # Changes that a tier's mutant and the exerciser's make alike.
 huge_order_0='s/\treturn PMD_ORDER;/\treturn 0;/'
+punch_leaves_pinned='s/\tif \(kvm_gmem_is_huge\(inode\)\) \{\n(\t\tunmap_mapping_range)/\tif (0) {\n$1/'
 write_at_folio_start='s/copy_folio_from_iter_atomic\(folio, \(index - folio->index\) << PAGE_SHIFT,/copy_folio_from_iter_atomic(folio, 0,/'
 
 mutants=("$@")
@@ -294,7 +297,7 @@ mutants=("$@")
 			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start
 			 fsx-huge-write-at-folio-start huge-write-poison-by-head huge-write-no-clear
 			 huge-vcpu-poison-by-folio huge-vcpu-maps-poisoned-2m huge-punch-pinned
-			 arm64-huge-pages)
+			 fsx-huge-punch-pinned arm64-huge-pages)
 for m in "${mutants[@]}"; do
 	mutant_lock "$m"
 	case "$m" in
@@ -517,6 +520,15 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 			's/kvm_gmem_policy_alloc\(&gmem->policy, start, PMD_ORDER, gfp\)/kvm_gmem_policy_alloc(\&gmem->policy, index, PMD_ORDER, gfp)/' \
 'gmem_fsx: "2 MiB folios \(HUGEPAGE\): fixed seeds, .*" FAILED: huge file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): page [0-9]+ is on node [0-9]+, want node [0-9]+'
 		;;
+	fsx-huge-punch-pinned)
+		# The exerciser's huge-pin kind: a punch of part of a 2 MiB folio
+		# a pipe pins leaves it to truncate alone (as huge-punch-pinned):
+		# old data where the punch was, or, the folio clean (write()), all
+		# of it dropped; a read finds the wrong bytes or no page.
+		fsx_mutant fsx-huge-punch-pinned stock huge-pin virt/kvm/guest_memfd.c \
+			"$punch_leaves_pinned" \
+'gmem_fsx: "2 MiB folios pinned by a pipe: fixed seeds, .*" FAILED: huge-pin file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is not in the file, the model says there|.*page [0-9]+ byte [0-9]+ reads (0|0x[0-9a-f]+), want (0|0x[0-9a-f]+)|the vCPU reads page [0-9]+ differently at byte [0-9]+, want (0|0x[0-9a-f]+) everywhere)'
+		;;
 	fsx-huge-write-at-folio-start)
 		# The exerciser's huge-write kind: write() copies each page to
 		# the start of its folio (as huge-write-at-folio-start): a read,
@@ -616,8 +628,7 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 		;;
 	huge-punch-pinned)
 		# A punch leaves a partly covered 2 MiB folio to truncate alone.
-		mutate huge-punch-pinned virt/kvm/guest_memfd.c \
-			's/\tif \(kvm_gmem_is_huge\(inode\)\) \{\n(\t\tunmap_mapping_range)/\tif (0) {\n$1/' || continue
+		mutate huge-punch-pinned virt/kvm/guest_memfd.c "$punch_leaves_pinned" || continue
 		must_fail huge-punch-pinned stock ours \
 'gmem_huge_test: "punch_pinned_folio" FAILED: the punched page [0-9]+ of a 2 MiB folio a pipe holds, filled by the mapping, reads 0x[0-9a-f]+ at byte [0-9]+, not zero; a punch of page [0-9]+ of a 2 MiB folio a pipe holds, filled by write\(\), lost page [0-9]+.s data \(reads 0\); 0 of the folio.s 512 pages in the file' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c punch_pinned" \

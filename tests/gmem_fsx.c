@@ -6,7 +6,7 @@
  * whether it is armed for KVM Userfault, and every read and every probe is
  * checked against it. A mismatch stops the run and prints the seed, the
  * operation number and the last 50 operations; `gmem_fsx -s SEED -n OPS
- * [-k plain|ndm|inplace|ndm-failzap|swprot|uffd]` replays a run exactly.
+ * [-k KIND]` replays a run exactly (the kinds below).
  *
  * The file is bound, 12 pages of it at a time, to a gmem-only memslot of the
  * VM that created it (guest physical 0x4000), and a real-mode vCPU reads it
@@ -73,7 +73,12 @@
  * a pwrite() of a hole whose 2 MiB is all a hole allocates all of it, the
  * pages it does not write zero; KVM Userfault as in the plain kind, an
  * armed page in a 2 MiB that a touch of another page allocates whole in
- * the file, zero, until it is restored).
+ * the file, zero, until it is restored), huge-pin (huge-write whose runs
+ * also pin a page with vmsplice() and close the pipe again: the pin holds
+ * the page's 2 MiB folio, which truncate then cannot split; a punch or an
+ * arm of part of it clears those pages and leaves them in the file, the
+ * folio whole (src/virt/0032), until a punch of all of its 2 MiB takes it
+ * out of the file; once the pipe is closed a punch splits as before).
  * Without arguments: TAP cases, fixed seeds and one random seed (printed)
  * per kind offered; -j THREADS, the concurrency mode (fsx_threads()).
  *
@@ -114,10 +119,11 @@
 
 enum file_kind {
 	FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, FK_SWPROT, FK_UFFD, FK_HUGE, FK_HUGE_WRITE,
-	NR_FILE_KINDS
+	FK_HUGE_PIN, NR_FILE_KINDS
 };
 static const char *const file_kind_name[NR_FILE_KINDS] = {
 	"plain", "ndm", "inplace", "ndm-failzap", "swprot", "uffd", "huge", "huge-write",
+	"huge-pin",
 };
 
 enum op_kind {
@@ -170,6 +176,14 @@ static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
 	 * zero, until it is restored; the vCPU still exits on it.
 	 */
 	[FK_HUGE_WRITE] = { 12, 12, 9, 9, 12, 3, 2, 2, 8, 14, 4, 3, 5, 0, 0, 0, 2, 1, 2, 0 },
+	/*
+	 * huge-write with a vmsplice() pin now and then: a pin of a page of
+	 * a 2 MiB folio holds all of it, so truncate cannot split it. A punch
+	 * of part of it (or an arm) clears the pages and leaves them in the
+	 * file, the folio whole (src/virt/0032); a punch of all of its 2 MiB
+	 * takes it out of the file, the pipe keeping it.
+	 */
+	[FK_HUGE_PIN] = { 10, 11, 9, 9, 12, 3, 2, 2, 8, 12, 4, 3, 5, 0, 3, 3, 1, 1, 2, 0 },
 };
 
 /* The state of an op's first page before it, for the coverage counts. */
@@ -181,7 +195,8 @@ enum event {
 	EV_PRIVATE_SIGBUS, EV_EAGAIN, EV_CONVERTED, EV_CLOCK_ALLOC, EV_REMOTE, EV_FAILED_ZAP,
 	EV_STALE_USED, EV_VCPU_WRITE, EV_SECOND_MAP, EV_CHILD_READ, EV_UFFD_MISSING,
 	EV_UFFD_ZERO, EV_UFFD_MINOR, EV_UFFD_RESTORE, EV_UFFD_CLOCK, EV_HUGE_FOLIO,
-	EV_HUGE_SPLIT, EV_HUGE_FALLBACK, EV_HUGE_ARMED, EV_CLOCK_BROUGHT, NR_EVENTS
+	EV_HUGE_SPLIT, EV_HUGE_FALLBACK, EV_HUGE_ARMED, EV_CLOCK_BROUGHT, EV_HUGE_PINNED_PUNCH,
+	NR_EVENTS
 };
 
 static const char *const event_name[NR_EVENTS] = {
@@ -196,6 +211,7 @@ static const char *const event_name[NR_EVENTS] = {
 	"2 MiB folios", "split by a punch", "2 MiB wanted, 4 KiB taken (allocator)",
 	"armed pages brought in with their 2 MiB",
 	"of them by kvmclock on the entry before a vCPU's userfault exit",
+	"pages punched in a pinned 2 MiB folio (cleared, kept)",
 };
 
 struct op {
@@ -424,7 +440,7 @@ static int model_window_end(struct run *r, int i, int limit)
 /* Files of 2 MiB folios: the huge kinds. */
 static bool huge_kind(enum file_kind fk)
 {
-	return fk == FK_HUGE || fk == FK_HUGE_WRITE;
+	return fk == FK_HUGE || fk == FK_HUGE_WRITE || fk == FK_HUGE_PIN;
 }
 
 /* The first page of the 2 MiB of the file around page @i. */
@@ -499,14 +515,45 @@ static void model_huge_fallback(struct run *r, const bool *was_huge)
 }
 
 /*
+ * Does the pin hold the file's 2 MiB folio around page @i? It holds the
+ * folio of its page, and a range that is one folio stays one while the
+ * pin holds it (truncate cannot split it); a punch of all of it takes the
+ * folio out of the file (pin_page -1: the pin holds nothing of the file).
+ */
+static bool pinned_folio(const struct run *r, int i)
+{
+	return r->pin_page >= 0 && huge_kind(r->fk) && huge_start(r->pin_page) == huge_start(i) &&
+	       r->m.huge[i / HUGE_RANGE];
+}
+
+/*
+ * Page @i was punched, alone or with others, not with all of its 2 MiB:
+ * a hole, or, in a 2 MiB folio the pin holds, a page of the file that
+ * reads zero. @val: what the model keeps as the page's value (an armed
+ * page keeps its snapshot).
+ */
+static void model_punch_page(struct run *r, int i, uint8_t val)
+{
+	r->m.present[i] = pinned_folio(r, i);
+	r->ev[EV_HUGE_PINNED_PUNCH] += r->m.present[i];
+	r->m.stale[i] = false;
+	r->m.punched[i] = true;
+	r->m.val[i] = val;
+	r->m.clock[i] = false;
+}
+
+/*
  * Pages [@first, @end) were punched: a 2 MiB folio partly punched is split,
- * and its 2 MiB keeps 4 KiB folios until all of it is a hole again.
+ * and its 2 MiB keeps 4 KiB folios until all of it is a hole again; one
+ * the pin holds stays whole.
  */
 static void model_punched(struct run *r, int first, int end)
 {
 	for (int k = huge_start(first) / HUGE_RANGE; k * HUGE_RANGE < end; k++) {
 		bool empty = huge_range_empty(r, k * HUGE_RANGE);
 
+		if (pinned_folio(r, k * HUGE_RANGE))
+			continue;
 		if (r->m.huge[k] && !empty)
 			r->ev[EV_HUGE_SPLIT]++;
 		r->m.split[k] = !empty && (r->m.split[k] || r->m.huge[k]);
@@ -1376,10 +1423,7 @@ static bool arm(struct run *r, const struct op *o)
 			      (off_t)i * page, page))
 			return fail(r, o, "punch hole of page %d: %s", i, strerror(errno));
 		/* val[i] stays: the snapshot the restore writes back. */
-		m->present[i] = false;
-		m->stale[i] = false;
-		m->punched[i] = true;
-		m->clock[i] = false;
+		model_punch_page(r, i, m->val[i]);
 		m->armed[i] = true;
 		__atomic_or_fetch(&r->bitmap, 1UL << (i - r->slot_off), __ATOMIC_RELEASE);
 		model_punched(r, i, i + 1);
@@ -1533,7 +1577,7 @@ static unsigned long long file_flags(const struct run *r)
 		return GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
 	if (r->fk == FK_HUGE)
 		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE;
-	if (r->fk == FK_HUGE_WRITE)
+	if (r->fk == FK_HUGE_WRITE || r->fk == FK_HUGE_PIN)
 		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE | GUEST_MEMFD_FLAG_WRITE;
 	return r->fk == FK_INPLACE ? INPLACE_FLAGS :
 	       FLAGS | (r->ndm ? GUEST_MEMFD_FLAG_NO_DIRECT_MAP : 0);
@@ -1716,14 +1760,13 @@ static bool do_op(struct run *r, struct op *o)
 	case PUNCH:
 		if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, off, len))
 			return fail(r, o, "punch hole: %s", strerror(errno));
+		/* All of the 2 MiB folio the pin holds: out of the file, the pipe keeps it. */
+		if (pinned_folio(r, o->first) && o->first == huge_start(o->first) && o->n == HUGE_RANGE)
+			r->pin_page = -1;
 		for (int i = o->first; i < o->first + o->n; i++) {
-			m->present[i] = false;
-			m->stale[i] = false;
-			m->punched[i] = true;
-			m->val[i] = 0;
-			m->clock[i] = false;
+			model_punch_page(r, i, 0);
 			/* The pipe keeps the old page; the file's next one is free. */
-			if (i == r->pin_page)
+			if (i == r->pin_page && !m->present[i])
 				r->pin_page = -1;
 		}
 		model_punched(r, o->first, o->first + o->n);
@@ -1966,7 +2009,7 @@ static struct {
 /* One line per run: how often each operation ran and each event came. */
 static void print_coverage(const struct run *r)
 {
-	char line[1024];
+	char line[2048];
 	int n = 0;
 
 	for (int k = 0; k < NR_KINDS; k++) {
@@ -2126,6 +2169,7 @@ static const char *not_offered[NR_FILE_KINDS] = {
 	[FK_UFFD] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered (the kernel lacks mm-shim 0007)",
 	[FK_HUGE] = "GUEST_MEMFD_FLAG_HUGEPAGE not offered",
 	[FK_HUGE_WRITE] = "GUEST_MEMFD_FLAG_HUGEPAGE | WRITE not offered",
+	[FK_HUGE_PIN] = "GUEST_MEMFD_FLAG_HUGEPAGE | WRITE not offered",
 };
 
 static int fixed(enum file_kind fk, char *why, size_t whylen)
@@ -2201,6 +2245,11 @@ static int fixed_huge(char *why, size_t whylen)
 static int fixed_huge_write(char *why, size_t whylen)
 {
 	return fixed(FK_HUGE_WRITE, why, whylen);
+}
+
+static int fixed_huge_pin(char *why, size_t whylen)
+{
+	return fixed(FK_HUGE_PIN, why, whylen);
 }
 
 /*
@@ -2568,7 +2617,7 @@ static int soak(void)
 
 static int (*const fixed_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
 	fixed_plain, fixed_ndm, fixed_inplace, fixed_ndm_failzap, fixed_swprot, fixed_uffd,
-	fixed_huge, fixed_huge_write,
+	fixed_huge, fixed_huge_write, fixed_huge_pin,
 };
 
 static int (*const threads_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
@@ -2591,6 +2640,8 @@ static const struct gmem_case cases[] = {
 	  fixed_huge },
 	{ "2 MiB folios with write() (HUGEPAGE | WRITE): fixed seeds, a pwrite() of a hole allocates its 2 MiB, as the model says",
 	  fixed_huge_write },
+	{ "2 MiB folios pinned by a pipe: fixed seeds, a punch of part of a pinned folio clears it and keeps it whole, as the model says",
+	  fixed_huge_pin },
 	{ "a random seed on each file kind offered", random_seed },
 	{ "threads: 3 threads and a vCPU on a plain file, memory back to its baseline", threads_plain },
 	{ "threads: 3 threads and a vCPU on a NO_DIRECT_MAP file, every page out of the direct map, memory back to its baseline",
@@ -2661,12 +2712,12 @@ int main(int argc, char **argv)
 			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
 				;
 			if (fk == NR_FILE_KINDS) {
-				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap, swprot, uffd, huge or huge-write\n");
+				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap, swprot, uffd, huge, huge-write or huge-pin\n");
 				return 2;
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd|huge|huge-write] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c [threads-]KIND\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd|huge|huge-write|huge-pin] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c [threads-]KIND\n", argv[0]);
 			return 2;
 		}
 	}
@@ -2691,6 +2742,7 @@ int main(int argc, char **argv)
 	offered[FK_UFFD] = offered[FK_NDM] && gmem_kernel_exports("handle_userfault") == 1;
 	offered[FK_HUGE] = gmem_has_flags(kvm, INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE);
 	offered[FK_HUGE_WRITE] = gmem_has_flags(kvm, FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE);
+	offered[FK_HUGE_PIN] = offered[FK_HUGE_WRITE];
 	if (offered[FK_NDM] && !offered[FK_UFFD])
 		not_offered[FK_UFFD] = "this kernel has no userfaultfd for guest_memfd (mm-shim 0008/0009)";
 	if (!offered[FK_INPLACE])
