@@ -58,6 +58,11 @@
 #   huge-punch-pinned stock tier, gmem_huge_test, our kvm.ko whose punch
 #                    leaves a partly covered 2 MiB folio to truncate alone
 #                    (unsplittable: not zeroed, and dropped whole if clean)
+#   huge-convert-pmd stock tier, gmem_huge_test, our kvm.ko whose host fault
+#                    maps a 2 MiB folio with private pages with one PMD
+#                    where it finds no page table
+#   huge-convert-maps-2m stock tier, gmem_huge_test, our kvm.ko that maps a
+#                    2 MiB folio whose pages are not all one kind 2 MiB
 #   arm64-huge-pages arm64 tier, gmem_vcpu_test, our arm64 kernel whose
 #                    stage 2 asks guest_memfd for no order (2 MiB folios
 #                    mapped page by page, as before arm64 patch 0006)
@@ -297,7 +302,7 @@ mutants=("$@")
 			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start
 			 fsx-huge-write-at-folio-start huge-write-poison-by-head huge-write-no-clear
 			 huge-vcpu-poison-by-folio huge-vcpu-maps-poisoned-2m huge-punch-pinned
-			 fsx-huge-punch-pinned arm64-huge-pages)
+			 fsx-huge-punch-pinned huge-convert-pmd huge-convert-maps-2m arm64-huge-pages)
 for m in "${mutants[@]}"; do
 	mutant_lock "$m"
 	case "$m" in
@@ -633,6 +638,26 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 'gmem_huge_test: "punch_pinned_folio" FAILED: the punched page [0-9]+ of a 2 MiB folio a pipe holds, filled by the mapping, reads 0x[0-9a-f]+ at byte [0-9]+, not zero; a punch of page [0-9]+ of a 2 MiB folio a pipe holds, filled by write\(\), lost page [0-9]+.s data \(reads 0\); 0 of the folio.s 512 pages in the file' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c punch_pinned" \
 			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-punch-pinned-$kver"
+		;;
+	huge-convert-pmd)
+		# A host fault maps a 2 MiB folio with private pages with one
+		# PMD where it finds no page table (KVM patch 0034 gives it one).
+		mutate huge-convert-pmd virt/kvm/guest_memfd.c \
+			's/\tif \(!pmd_none\(pmdp_get_lockless\(vmf->pmd\)\)\)\n\t\treturn 0;\n/\treturn 0;\n/' || continue
+		must_fail huge-convert-pmd stock ours \
+'gmem_huge_test: "convert_inside_folio" FAILED: page [0-9]+ is private, but the host reads it \(FilePmdMapped 4096 kB\)' -- \
+			ONLY=gmem_huge_test ONLY_ARGS="-c convert_inside_folio" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-convert-pmd-$kver"
+		;;
+	huge-convert-maps-2m)
+		# KVM maps a 2 MiB folio whose pages are not all one kind whole
+		# (kvm_gmem_mapping_order() without KVM patch 0034's check).
+		mutate huge-convert-maps-2m virt/kvm/guest_memfd.c \
+			's/ \|\|\n\t    !kvm_gmem_folio_is_uniform\(gmem, folio\)\)/)/' || continue
+		must_fail huge-convert-maps-2m stock ours \
+'gmem_huge_test: "convert_inside_folio" FAILED: one page private: the guest.s pass over the 2 MiB took [0-9]+ faults and left [0-9]+ 2 MiB mappings, expected one a page and [0-9]+' -- \
+			ONLY=gmem_huge_test ONLY_ARGS="-c convert_inside_folio" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-convert-maps-2m-$kver"
 		;;
 	arm64-huge-pages)
 		# arm64's stage 2 asks guest_memfd for no order, as before arm64

@@ -183,6 +183,8 @@ stock_must_fail=(
 	"a vCPU's fault asks a 2 MiB folio, not its page, for poison|huge-vcpu-poison-by-folio"
 	"a vCPU maps a 2 MiB folio with a poisoned page 2 MiB|huge-vcpu-maps-poisoned-2m"
 	"a punch leaves a pinned 2 MiB folio to truncate|huge-punch-pinned"
+	"a host PMD over a 2 MiB folio with private pages|huge-convert-pmd"
+	"a vCPU maps a 2 MiB folio of both kinds 2 MiB|huge-convert-maps-2m"
 	"the exerciser: 2 MiB folios allocated 4 KiB|fsx-huge-order-0"
 	"the exerciser: a 2 MiB folio placed by its touched page's policy|fsx-huge-policy-by-page"
 	"the exerciser: write() into 2 MiB folios at each folio's start|fsx-huge-write-at-folio-start"

@@ -466,13 +466,14 @@ struct huge_vm {
 };
 
 /*
- * @h: a default VM, a huge file of @len bytes (FLAGS and @more_flags) mapped
+ * @h: a VM of @type, a huge file of @len bytes (FLAGS and @more_flags) mapped
  * and bound as a gmem-only memslot with @slot_flags (and @bitmap,
  * KVM_MEM_USERFAULT's), the code in place and vCPU 0 ready. A KSFT_* code;
  * on a failure huge_vm_close() still undoes what was done.
  */
-static int huge_vm_open(struct huge_vm *h, size_t len, uint64_t more_flags, uint32_t slot_flags,
-			void *bitmap, char *why, size_t whylen)
+static int huge_vm_open_type(struct huge_vm *h, unsigned long type, size_t len,
+			     uint64_t more_flags, uint32_t slot_flags, void *bitmap, char *why,
+			     size_t whylen)
 {
 	struct kvm_userspace_memory_region2 slot = {
 		.flags = KVM_MEM_GUEST_MEMFD | slot_flags, .memory_size = len,
@@ -482,7 +483,7 @@ static int huge_vm_open(struct huge_vm *h, size_t len, uint64_t more_flags, uint
 
 	*h = (struct huge_vm){ .kvm = -1, .vm = -1, .fd = -1, .len = len,
 			       .v = { .fd = -1, .run = MAP_FAILED } };
-	r = open_vm(&h->kvm, &h->vm, 0, why, whylen);
+	r = open_vm(&h->kvm, &h->vm, type, why, whylen);
 	if (r != KSFT_PASS)
 		return r;
 	h->p = huge_map_flags(h->vm, len, FLAGS | more_flags, &h->fd, why, whylen);
@@ -497,6 +498,13 @@ static int huge_vm_open(struct huge_vm *h, size_t len, uint64_t more_flags, uint
 	}
 	memcpy(h->p + CODE_GPA, touch_code, sizeof(touch_code));
 	return vcpu_create(h->kvm, h->vm, &h->v, why, whylen);
+}
+
+/* huge_vm_open_type() of a default VM. */
+static int huge_vm_open(struct huge_vm *h, size_t len, uint64_t more_flags, uint32_t slot_flags,
+			void *bitmap, char *why, size_t whylen)
+{
+	return huge_vm_open_type(h, 0, len, more_flags, slot_flags, bitmap, why, whylen);
 }
 
 /* The guest touches @n pages from page @first; *@pf: the VM's faults meanwhile. */
@@ -1238,7 +1246,7 @@ out:
 
 static int crossings_refused(char *why, size_t whylen)
 {
-	int kvm, vm, fd, plain = -1, uffd = -1, swp = -1, r, e;
+	int kvm, vm, fd, plain = -1, uffd = -1, r, e;
 	bool has_uffd = gmem_kernel_exports("handle_userfault") == 1;
 	uint8_t *p, *q = MAP_FAILED;
 
@@ -1273,22 +1281,7 @@ static int crossings_refused(char *why, size_t whylen)
 			goto out_file;
 		}
 	}
-	/* A VM that converts in place has private memory: not offered. */
-	if (!gmem_write_file(GMEM_IN_PLACE_PARAM, "1")) {
-		snprintf(why, whylen, "cannot set %s", GMEM_IN_PLACE_PARAM);
-		r = KSFT_FAIL;
-		goto out_file;
-	}
-	swp = ioctl(kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
-	gmem_write_file(GMEM_IN_PLACE_PARAM, "0");
-	if (swp < 0 || gmem_has_flags(swp, GUEST_MEMFD_FLAG_HUGEPAGE)) {
-		snprintf(why, whylen, "a VM converting in place: %s",
-			 swp < 0 ? strerror(errno) : "offers GUEST_MEMFD_FLAG_HUGEPAGE");
-		r = KSFT_FAIL;
-	}
 out_file:
-	if (swp >= 0)
-		close(swp);
 	if (q != MAP_FAILED)
 		munmap(q, SZ_2M);
 	if (plain >= 0)
@@ -1300,6 +1293,170 @@ out_file:
 out_vm:
 	close(vm);
 	close(kvm);
+	return r;
+}
+
+/* gmem_set_attrs() of pages [@first, @first + @n) that must succeed. */
+static bool convert(int fd, long first, long n, bool private, char *why, size_t whylen)
+{
+	uint64_t err = 0;
+	int e = gmem_set_attrs(fd, first * page, n * page,
+			       private ? KVM_MEMORY_ATTRIBUTE_PRIVATE : 0, &err);
+
+	if (e)
+		snprintf(why, whylen, "converting pages %ld-%ld to %s: %s (error_offset %#llx)",
+			 first, first + n - 1, private ? "private" : "shared", strerror(-e),
+			 (unsigned long long)err);
+	return !e;
+}
+
+/*
+ * Does the guest, touching the 2 MiB from page @first, take about a fault a
+ * page (@per_page) or at most 4, and leave the VM @maps_2m 2 MiB mappings?
+ */
+static bool touch_maps(struct huge_vm *h, long first, bool per_page, long maps_2m,
+		       const char *when, char *why, size_t whylen)
+{
+	long n = SZ_2M / page, pf;
+
+	if (huge_vm_touch(h, first, n, &pf, why, whylen) != KSFT_PASS)
+		return false;
+	ksft_print_msg("convert_inside_folio: %s: %ld vCPU faults over the 2 MiB, %ld 2 MiB mappings\n",
+		       when, pf, vm_stat(h->vm, "pages_2m"));
+	if (per_page ? pf >= n - 1 : pf >= 0 && pf <= 4) {
+		if (vm_stat(h->vm, "pages_2m") == maps_2m)
+			return true;
+	}
+	snprintf(why, whylen, "%s: the guest's pass over the 2 MiB took %ld faults and left %ld 2 MiB mappings, expected %s and %ld",
+		 when, pf, vm_stat(h->vm, "pages_2m"), per_page ? "one a page" : "at most 4",
+		 maps_2m);
+	return false;
+}
+
+/*
+ * In-place conversion inside a 2 MiB folio (src/virt/0034): a VM that
+ * converts in place is offered the flag; one page of a 2 MiB folio made
+ * private SIGBUSes in the host while the other 511 keep their data, the
+ * folio stays whole, and it is mapped page by page: by the host (its own
+ * mapping, and a new mapping, whose fault finds no page table) and by the
+ * vCPU (no 2 MiB mapping, a fault a page). Shared again, the page has the
+ * guest's data, and the vCPU maps the 2 MiB whole again. A pipe holding
+ * another page of the folio fails the conversion with EAGAIN at the first
+ * page of the range: references are the folio's. All of the 2 MiB private:
+ * one 2 MiB mapping again, private.
+ */
+static int convert_inside_folio(char *why, size_t whylen)
+{
+	long first = SZ_2M / page, priv = first + 5, pinned = first + 188, maps_2m, pf;
+	int pipefd[2] = { -1, -1 }, r = KSFT_FAIL, e;
+	uint8_t *q = MAP_FAILED;
+	struct huge_vm h;
+	long bad;
+	uint64_t err = 0;
+
+	if (!gmem_write_file(GMEM_IN_PLACE_PARAM, "1")) {
+		snprintf(why, whylen, "cannot set %s", GMEM_IN_PLACE_PARAM);
+		return KSFT_FAIL;
+	}
+	e = huge_vm_open_type(&h, KVM_X86_SW_PROTECTED_VM, 2 * SZ_2M, 0, 0, NULL, why, whylen);
+	gmem_write_file(GMEM_IN_PLACE_PARAM, "0");
+	if (e != KSFT_PASS) {
+		if (h.vm >= 0 && !gmem_has_flags(h.vm, FLAGS))
+			snprintf(why, whylen, "a VM converting in place does not offer MMAP | INIT_SHARED | HUGEPAGE");
+		r = e == KSFT_SKIP ? e : KSFT_FAIL;
+		goto out;
+	}
+	/* The guest maps the second 2 MiB whole; the host fills it, one PMD. */
+	if (huge_vm_touch(&h, first, SZ_2M / page, &pf, why, whylen) != KSFT_PASS)
+		goto out;
+	maps_2m = vm_stat(h.vm, "pages_2m");
+	if (pf < 0 || pf > 4 || maps_2m < 1) {
+		snprintf(why, whylen, "all shared: the guest's pass over the 2 MiB took %ld faults and left %ld 2 MiB mappings, expected at most 4 and at least 1",
+			 pf, maps_2m);
+		goto out;
+	}
+	gmem_fill(h.p, SZ_2M, 2 * SZ_2M, 0x31);
+	if (smaps_kb(h.p, "FilePmdMapped") != 4096) {
+		snprintf(why, whylen, "before any conversion FilePmdMapped is %ld kB, expected 4096",
+			 smaps_kb(h.p, "FilePmdMapped"));
+		goto out;
+	}
+
+	if (!convert(h.fd, priv, 1, true, why, whylen))
+		goto out;
+	/* The other pages first: the conversion unmapped all of the 2 MiB. */
+	bad = gmem_check(h.p, SZ_2M, priv * page, 0x31);
+	if (bad < 0)
+		bad = gmem_check(h.p, (priv + 1) * page, 2 * SZ_2M, 0x31);
+	if (!gmem_sigbus(h.p + priv * page, false)) {
+		snprintf(why, whylen, "page %ld is private, but the host reads it (FilePmdMapped %ld kB)",
+			 priv, smaps_kb(h.p, "FilePmdMapped"));
+		goto out;
+	}
+	if (bad >= 0 || smaps_kb(h.p, "FilePmdMapped") != 2048 || in_huge_folio(h.p + SZ_2M) != 1 ||
+	    gmem_cached_pages(h.fd, SZ_2M, SZ_2M) != (long)(SZ_2M / page)) {
+		snprintf(why, whylen, "page %ld private: the folio's other pages read %s, FilePmdMapped %ld kB (expected 2048), the folio %s, %ld of its pages in the file",
+			 priv, bad >= 0 ? "other data" : "theirs", smaps_kb(h.p, "FilePmdMapped"),
+			 in_huge_folio(h.p + SZ_2M) == 1 ? "2 MiB" : "not 2 MiB",
+			 gmem_cached_pages(h.fd, SZ_2M, SZ_2M));
+		goto out;
+	}
+	/* A new mapping: its first fault there finds no page table. */
+	q = mmap(NULL, 2 * SZ_2M, PROT_READ | PROT_WRITE, MAP_SHARED, h.fd, 0);
+	if (q == MAP_FAILED || (uintptr_t)q % SZ_2M) {
+		snprintf(why, whylen, "a second mapping: %s", q == MAP_FAILED ? strerror(errno) :
+			 "not 2 MiB aligned");
+		goto out;
+	}
+	if (gmem_read_byte(q + SZ_2M) != gmem_pat(SZ_2M, 0x31) || smaps_kb(q, "FilePmdMapped") != 0 ||
+	    !gmem_sigbus(q + priv * page, false)) {
+		snprintf(why, whylen, "a new mapping of the 2 MiB folio with private page %ld: FilePmdMapped %ld kB (expected 0), the private page %s",
+			 priv, smaps_kb(q, "FilePmdMapped"),
+			 gmem_sigbus(q + priv * page, false) ? "SIGBUS" : "readable");
+		goto out;
+	}
+	/* The vCPU: no 2 MiB mapping of a folio with both kinds. */
+	if (!touch_maps(&h, first, true, maps_2m - 1, "one page private", why, whylen))
+		goto out;
+
+	if (!convert(h.fd, priv, 1, false, why, whylen))
+		goto out;
+	if (h.p[priv * page] != 0x5a || gmem_check(h.p, priv * page + 1, (priv + 1) * page, 0x31) >= 0) {
+		snprintf(why, whylen, "page %ld shared again reads %#x at byte 0 (the guest wrote 0x5a) and %s after it",
+			 priv, h.p[priv * page],
+			 gmem_check(h.p, priv * page + 1, (priv + 1) * page, 0x31) >= 0 ?
+			 "not the host's data" : "the host's data");
+		goto out;
+	}
+	if (!touch_maps(&h, first, false, maps_2m, "all shared again", why, whylen))
+		goto out;
+
+	/* A pin of another page of the folio: references are the folio's. */
+	if (!pin_in_pipe(h.p + pinned * page, pipefd, why, whylen))
+		goto out;
+	e = gmem_set_attrs(h.fd, priv * page, page, KVM_MEMORY_ATTRIBUTE_PRIVATE, &err);
+	if (e != -EAGAIN || err != (uint64_t)priv * page) {
+		snprintf(why, whylen, "page %ld to private while a pipe holds page %ld of its folio: %s, error_offset %#llx; expected EAGAIN at %#lx",
+			 priv, pinned, e ? strerror(-e) : "converted", (unsigned long long)err,
+			 priv * page);
+		goto out;
+	}
+	unpin_pipe(pipefd);
+
+	/* All of the 2 MiB private: one 2 MiB mapping again, a private one. */
+	if (!convert(h.fd, first, SZ_2M / page, true, why, whylen))
+		goto out;
+	if (!gmem_sigbus(h.p + pinned * page, false)) {
+		snprintf(why, whylen, "page %ld is private, but the host reads it", pinned);
+		goto out;
+	}
+	if (touch_maps(&h, first, false, maps_2m, "all private", why, whylen))
+		r = KSFT_PASS;
+out:
+	unpin_pipe(pipefd);
+	if (q != MAP_FAILED)
+		munmap(q, 2 * SZ_2M);
+	huge_vm_close(&h);
 	return r;
 }
 
@@ -1748,6 +1905,7 @@ int main(int argc, char **argv)
 		{ "numa_policy_per_folio", numa_policy_per_folio },
 		{ "memcg_charge_and_fallback", memcg_charge_and_fallback },
 		{ "crossings_refused", crossings_refused },
+		{ "convert_inside_folio", convert_inside_folio },
 		{ "userfault_memslot_maps_4k", userfault_memslot_maps_4k },
 		{ "kvmclock_brings_armed_page", kvmclock_brings_armed_page },
 		{ "write_fills_folios", write_fills_folios },
