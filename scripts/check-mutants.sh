@@ -89,6 +89,8 @@
 #                    the folio's start (as huge-write-at-folio-start)
 #   fsx-huge-punch-pinned stock tier, a punch leaves a partly covered 2 MiB
 #                    folio a pipe pins to truncate alone (as huge-punch-pinned)
+#   fsx-huge-convert-pmd stock tier, a host fault maps a 2 MiB folio with
+#                    private pages with one PMD (as huge-convert-pmd)
 #   fsx-vcpu-window-ignores-private shim tier, a vCPU's NO_DIRECT_MAP window
 #                    in a SW_PROTECTED VM that does not stop where the
 #                    private attribute changes (issue 39, 6)
@@ -288,6 +290,7 @@ fsx_mutant() {
 
 # Changes that a tier's mutant and the exerciser's make alike.
 huge_order_0='s/\treturn PMD_ORDER;/\treturn 0;/'
+convert_maps_pmd='s/\tif \(!pmd_none\(pmdp_get_lockless\(vmf->pmd\)\)\)\n\t\treturn 0;\n/\treturn 0;\n/'
 punch_leaves_pinned='s/\tif \(kvm_gmem_is_huge\(inode\)\) \{\n(\t\tunmap_mapping_range)/\tif (0) {\n$1/'
 write_at_folio_start='s/copy_folio_from_iter_atomic\(folio, \(index - folio->index\) << PAGE_SHIFT,/copy_folio_from_iter_atomic(folio, 0,/'
 
@@ -302,7 +305,8 @@ mutants=("$@")
 			 fsx-huge-order-0 fsx-huge-policy-by-page huge-write-at-folio-start
 			 fsx-huge-write-at-folio-start huge-write-poison-by-head huge-write-no-clear
 			 huge-vcpu-poison-by-folio huge-vcpu-maps-poisoned-2m huge-punch-pinned
-			 fsx-huge-punch-pinned huge-convert-pmd huge-convert-maps-2m arm64-huge-pages)
+			 fsx-huge-punch-pinned huge-convert-pmd huge-convert-maps-2m fsx-huge-convert-pmd
+			 arm64-huge-pages)
 for m in "${mutants[@]}"; do
 	mutant_lock "$m"
 	case "$m" in
@@ -534,6 +538,13 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 			"$punch_leaves_pinned" \
 'gmem_fsx: "2 MiB folios pinned by a pipe: fixed seeds, .*" FAILED: huge-pin file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is not in the file, the model says there|.*page [0-9]+ byte [0-9]+ reads (0|0x[0-9a-f]+), want (0|0x[0-9a-f]+)|the vCPU reads page [0-9]+ differently at byte [0-9]+, want (0|0x[0-9a-f]+) everywhere)'
 		;;
+	fsx-huge-convert-pmd)
+		# The exerciser's huge-inplace kind: a host fault maps a 2 MiB
+		# folio with private pages with one PMD (as huge-convert-pmd).
+		fsx_mutant fsx-huge-convert-pmd stock huge-inplace virt/kvm/guest_memfd.c \
+			"$convert_maps_pmd" \
+'gmem_fsx: "2 MiB folios converting in place: fixed seeds, .*" FAILED: huge-inplace file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (through a second mapping: |in a forked child: )?page [0-9]+ is private, but the host can (read|write) it'
+		;;
 	fsx-huge-write-at-folio-start)
 		# The exerciser's huge-write kind: write() copies each page to
 		# the start of its folio (as huge-write-at-folio-start): a read,
@@ -642,8 +653,7 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 	huge-convert-pmd)
 		# A host fault maps a 2 MiB folio with private pages with one
 		# PMD where it finds no page table (KVM patch 0034 gives it one).
-		mutate huge-convert-pmd virt/kvm/guest_memfd.c \
-			's/\tif \(!pmd_none\(pmdp_get_lockless\(vmf->pmd\)\)\)\n\t\treturn 0;\n/\treturn 0;\n/' || continue
+		mutate huge-convert-pmd virt/kvm/guest_memfd.c "$convert_maps_pmd" || continue
 		must_fail huge-convert-pmd stock ours \
 'gmem_huge_test: "convert_inside_folio" FAILED: page [0-9]+ is private, but the host reads it \(FilePmdMapped 4096 kB\)' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c convert_inside_folio" \

@@ -189,6 +189,7 @@ stock_must_fail=(
 	"the exerciser: a 2 MiB folio placed by its touched page's policy|fsx-huge-policy-by-page"
 	"the exerciser: write() into 2 MiB folios at each folio's start|fsx-huge-write-at-folio-start"
 	"the exerciser: a punch leaves a pinned 2 MiB folio to truncate|fsx-huge-punch-pinned"
+	"the exerciser: a host PMD over a 2 MiB folio with private pages|fsx-huge-convert-pmd"
 )
 shim_must_fail=(
 	"ours without NO_DIRECT_MAP|no-direct-map"

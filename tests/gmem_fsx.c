@@ -78,7 +78,11 @@
  * the page's 2 MiB folio, which truncate then cannot split; a punch or an
  * arm of part of it clears those pages and leaves them in the file, the
  * folio whole (src/virt/0032), until a punch of all of its 2 MiB takes it
- * out of the file; once the pipe is closed a punch splits as before).
+ * out of the file; once the pipe is closed a punch splits as before),
+ * huge-inplace (inplace with HUGEPAGE, src/virt/0034: a page converts
+ * inside its 2 MiB folio, which stays whole; a pin of any page of a 2 MiB
+ * folio refuses a conversion to private of any page of it, EAGAIN at the
+ * range's first page in that folio).
  * Without arguments: TAP cases, fixed seeds and one random seed (printed)
  * per kind offered; -j THREADS, the concurrency mode (fsx_threads()).
  *
@@ -119,11 +123,11 @@
 
 enum file_kind {
 	FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, FK_SWPROT, FK_UFFD, FK_HUGE, FK_HUGE_WRITE,
-	FK_HUGE_PIN, NR_FILE_KINDS
+	FK_HUGE_PIN, FK_HUGE_INPLACE, NR_FILE_KINDS
 };
 static const char *const file_kind_name[NR_FILE_KINDS] = {
 	"plain", "ndm", "inplace", "ndm-failzap", "swprot", "uffd", "huge", "huge-write",
-	"huge-pin",
+	"huge-pin", "huge-inplace",
 };
 
 enum op_kind {
@@ -184,6 +188,13 @@ static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
 	 * takes it out of the file, the pipe keeping it.
 	 */
 	[FK_HUGE_PIN] = { 10, 11, 9, 9, 12, 3, 2, 2, 8, 12, 4, 3, 5, 0, 3, 3, 1, 1, 2, 0 },
+	/*
+	 * inplace with 2 MiB folios (src/virt/0034): pages convert one by
+	 * one inside a folio, which stays whole; a pin of any page of a 2 MiB
+	 * folio fails a conversion to private of any page of it, with EAGAIN
+	 * at the range's first page there.
+	 */
+	[FK_HUGE_INPLACE] = { 15, 14, 0, 8, 10, 3, 2, 2, 8, 14, 3, 0, 0, 12, 3, 3, 2, 0, 1, 0 },
 };
 
 /* The state of an op's first page before it, for the coverage counts. */
@@ -440,7 +451,13 @@ static int model_window_end(struct run *r, int i, int limit)
 /* Files of 2 MiB folios: the huge kinds. */
 static bool huge_kind(enum file_kind fk)
 {
-	return fk == FK_HUGE || fk == FK_HUGE_WRITE || fk == FK_HUGE_PIN;
+	return fk == FK_HUGE || fk == FK_HUGE_WRITE || fk == FK_HUGE_PIN || fk == FK_HUGE_INPLACE;
+}
+
+/* Files of a VM that converts in place. */
+static bool inplace_kind(enum file_kind fk)
+{
+	return fk == FK_INPLACE || fk == FK_HUGE_INPLACE;
 }
 
 /* The first page of the 2 MiB of the file around page @i. */
@@ -1351,7 +1368,8 @@ static bool convert(struct run *r, const struct op *o)
 
 	for (int i = o->first; i < o->first + o->n; i++) {
 		same &= m->private[i] == to;
-		if (to && i == r->pin_page && want_err < 0)
+		/* A pinned 2 MiB folio: its first page in the range. */
+		if (to && (i == r->pin_page || pinned_folio(r, i)) && want_err < 0)
 			want_err = i;
 	}
 	if (same)
@@ -1360,8 +1378,8 @@ static bool convert(struct run *r, const struct op *o)
 			   to ? KVM_MEMORY_ATTRIBUTE_PRIVATE : 0, &err);
 	if (want_err >= 0) {
 		if (e != -EAGAIN || err != (uint64_t)want_err * page)
-			return fail(r, o, "to private over pinned page %d: %s, error_offset %#llx; want EAGAIN at %#lx",
-				    want_err, e ? strerror(-e) : "converted", (unsigned long long)err,
+			return fail(r, o, "to private over pinned page %d%s: %s, error_offset %#llx; want EAGAIN at %#lx",
+				    want_err, want_err == r->pin_page ? "" : " (the pin's 2 MiB folio)", e ? strerror(-e) : "converted", (unsigned long long)err,
 				    want_err * page);
 		r->ev[EV_EAGAIN]++;
 		return true;
@@ -1579,6 +1597,8 @@ static unsigned long long file_flags(const struct run *r)
 		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE;
 	if (r->fk == FK_HUGE_WRITE || r->fk == FK_HUGE_PIN)
 		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE | GUEST_MEMFD_FLAG_WRITE;
+	if (r->fk == FK_HUGE_INPLACE)
+		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE;
 	return r->fk == FK_INPLACE ? INPLACE_FLAGS :
 	       FLAGS | (r->ndm ? GUEST_MEMFD_FLAG_NO_DIRECT_MAP : 0);
 }
@@ -1860,6 +1880,23 @@ static void pick_range(struct run *r, struct op *o)
 
 static char wait_saved[16];
 
+/* Does a VM that converts in place offer guest_memfd @flags? */
+static bool inplace_offers(int kvm, unsigned long long flags)
+{
+	bool offers = false;
+	int vm;
+
+	if (!gmem_write_file(GMEM_IN_PLACE_PARAM, "1"))
+		return false;
+	vm = ioctl(kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	gmem_write_file(GMEM_IN_PLACE_PARAM, "0");
+	if (vm >= 0) {
+		offers = gmem_has_flags(vm, flags);
+		close(vm);
+	}
+	return offers;
+}
+
 static void read_param(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY);
@@ -1880,15 +1917,15 @@ static bool setup(struct run *r, char *why, size_t whylen)
 	int e;
 
 	r->vm.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (r->fk == FK_INPLACE && !gmem_write_file(GMEM_IN_PLACE_PARAM, "1")) {
+	if (inplace_kind(r->fk) && !gmem_write_file(GMEM_IN_PLACE_PARAM, "1")) {
 		snprintf(why, whylen, "cannot set kvm.gmem_in_place_conversion");
 		return false;
 	}
 	r->vm.vm = r->vm.kvm < 0 ? -1 :
 		   ioctl(r->vm.kvm, KVM_CREATE_VM,
-			 r->fk == FK_INPLACE || r->fk == FK_SWPROT ? KVM_X86_SW_PROTECTED_VM : 0);
+			 inplace_kind(r->fk) || r->fk == FK_SWPROT ? KVM_X86_SW_PROTECTED_VM : 0);
 	e = errno;
-	if (r->fk == FK_INPLACE)
+	if (inplace_kind(r->fk))
 		gmem_write_file(GMEM_IN_PLACE_PARAM, "0");
 	if (r->vm.vm < 0) {
 		snprintf(why, whylen, "/dev/kvm or KVM_CREATE_VM: %s", strerror(e));
@@ -2170,6 +2207,7 @@ static const char *not_offered[NR_FILE_KINDS] = {
 	[FK_HUGE] = "GUEST_MEMFD_FLAG_HUGEPAGE not offered",
 	[FK_HUGE_WRITE] = "GUEST_MEMFD_FLAG_HUGEPAGE | WRITE not offered",
 	[FK_HUGE_PIN] = "GUEST_MEMFD_FLAG_HUGEPAGE | WRITE not offered",
+	[FK_HUGE_INPLACE] = "GUEST_MEMFD_FLAG_HUGEPAGE not offered to a VM that converts in place",
 };
 
 static int fixed(enum file_kind fk, char *why, size_t whylen)
@@ -2250,6 +2288,11 @@ static int fixed_huge_write(char *why, size_t whylen)
 static int fixed_huge_pin(char *why, size_t whylen)
 {
 	return fixed(FK_HUGE_PIN, why, whylen);
+}
+
+static int fixed_huge_inplace(char *why, size_t whylen)
+{
+	return fixed(FK_HUGE_INPLACE, why, whylen);
 }
 
 /*
@@ -2617,7 +2660,7 @@ static int soak(void)
 
 static int (*const fixed_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
 	fixed_plain, fixed_ndm, fixed_inplace, fixed_ndm_failzap, fixed_swprot, fixed_uffd,
-	fixed_huge, fixed_huge_write, fixed_huge_pin,
+	fixed_huge, fixed_huge_write, fixed_huge_pin, fixed_huge_inplace,
 };
 
 static int (*const threads_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
@@ -2642,6 +2685,8 @@ static const struct gmem_case cases[] = {
 	  fixed_huge_write },
 	{ "2 MiB folios pinned by a pipe: fixed seeds, a punch of part of a pinned folio clears it and keeps it whole, as the model says",
 	  fixed_huge_pin },
+	{ "2 MiB folios converting in place: fixed seeds, pages private inside whole folios, pins of a folio refuse its conversion, as the model says",
+	  fixed_huge_inplace },
 	{ "a random seed on each file kind offered", random_seed },
 	{ "threads: 3 threads and a vCPU on a plain file, memory back to its baseline", threads_plain },
 	{ "threads: 3 threads and a vCPU on a NO_DIRECT_MAP file, every page out of the direct map, memory back to its baseline",
@@ -2712,12 +2757,12 @@ int main(int argc, char **argv)
 			for (fk = 0; fk < NR_FILE_KINDS && strcmp(optarg, file_kind_name[fk]); fk++)
 				;
 			if (fk == NR_FILE_KINDS) {
-				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap, swprot, uffd, huge, huge-write or huge-pin\n");
+				fprintf(stderr, "-k: plain, ndm, inplace, ndm-failzap, swprot, uffd, huge, huge-write, huge-pin or huge-inplace\n");
 				return 2;
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd|huge|huge-write|huge-pin] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c [threads-]KIND\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-n OPS] [-k plain|ndm|inplace|ndm-failzap|swprot|uffd|huge|huge-write|huge-pin|huge-inplace] [-g GEN] [-v] [-p] [-j THREADS] | -t SECONDS | -c [threads-]KIND\n", argv[0]);
 			return 2;
 		}
 	}
@@ -2747,6 +2792,7 @@ int main(int argc, char **argv)
 		not_offered[FK_UFFD] = "this kernel has no userfaultfd for guest_memfd (mm-shim 0008/0009)";
 	if (!offered[FK_INPLACE])
 		ksft_exit_fail_msg("our modules without kvm.gmem_in_place_conversion\n");
+	offered[FK_HUGE_INPLACE] = inplace_offers(kvm, INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE);
 	/*
 	 * Conversion fails at once on a pinned page instead of waiting for it
 	 * (the wait is the mm-shim kernel's; Debian's kernel never waits).
