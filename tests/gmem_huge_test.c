@@ -3,7 +3,8 @@
  * gmem_huge_test: GUEST_MEMFD_FLAG_HUGEPAGE, the shared memory of a
  * guest_memfd in 2 MiB folios (src/virt/0032; provisional ABI, docs/huge-pages.md).
  *
- * Every file here is MMAP | INIT_SHARED | HUGEPAGE of a default VM. A folio
+ * Every file here is MMAP | INIT_SHARED | HUGEPAGE of a default VM, but
+ * convert_inside_folio's, of a SW_PROTECTED VM that converts in place. A folio
  * is "2 MiB" when /proc/kpageflags says THP of the page mapped at an address
  * (root only: the tiers run as root); a mapping is PMD-mapped when its
  * /proc/self/smaps entry says FilePmdMapped.
@@ -52,8 +53,16 @@
  *   crossings_refused         userfaultfd registration of a mapping of such a
  *                             file EINVAL (where the kernel has userfaultfd
  *                             for guest_memfd, a plain file's registers: the
- *                             flag is why); not offered to a VM that converts
- *                             in place (kvm.gmem_in_place_conversion=1).
+ *                             flag is why).
+ *   convert_inside_folio      a VM that converts in place (src/virt/0034): a
+ *                             page of a 2 MiB folio made private SIGBUSes,
+ *                             the other 511 keep their data, the folio stays
+ *                             whole; the host (its mapping and a new one) and
+ *                             the vCPU map it page by page; shared again, the
+ *                             vCPU maps it 2 MiB; a pin of another page of
+ *                             the folio refuses the conversion (EAGAIN at the
+ *                             range's first page); all of it private, one
+ *                             2 MiB mapping again.
  *   userfault_memslot_maps_4k a KVM_MEM_USERFAULT memslot (nothing armed) over
  *                             such a file: a vCPU maps 4 KiB pages, a fault
  *                             each, no 2 MiB mapping.

@@ -33,8 +33,10 @@
  *                             with one node (make bench NUMA=2)
  *   convert_{4k,2m}_{private,shared}  microseconds per KVM_SET_MEMORY_ATTRIBUTES2
  *                             on a populated, mapped guest_memfd of a VM that
- *                             converts in place (gmem_inplace), per 4 KiB and
- *                             per 2 MiB range, to private and back
+ *                             converts in place (gmem_inplace; with
+ *                             HUGEPAGE, gmem_huge_inplace: a 4 KiB range
+ *                             inside a 2 MiB folio), per 4 KiB and per
+ *                             2 MiB range, to private and back
  *   convert_transient_{latency,ioctls}  a page of a 2 MiB range is in a pipe
  *                             that is drained 20 ms into its conversion to
  *                             private: us from the drain to the converted
@@ -162,16 +164,18 @@ static long convert_rounds = 2;
 /* GMEM_BIND_*: a default VM's guest_memfd, its mapping mbind() to node 0 or 1. */
 /*
  * GMEM_INPLACE: a SW_PROTECTED VM converting in place (MMAP|INIT_SHARED);
- * GMEM_INPLACE_RETRY: the same, converted by a user-space retry loop.
+ * GMEM_INPLACE_RETRY: the same, converted by a user-space retry loop;
+ * GMEM_HUGE_INPLACE: the same with HUGEPAGE (conversion inside 2 MiB folios).
  * GMEM_NDM: a default VM's guest_memfd with NO_DIRECT_MAP (and WRITE), our
  * batched flush; GMEM_NDM_UPSTREAM: the same with a flush per folio.
  */
 enum mem { ANON, MEMFD, GMEM, GMEM_SWP, GMEM_BIND_LOCAL, GMEM_BIND_REMOTE, GMEM_INPLACE,
-	   GMEM_INPLACE_RETRY, GMEM_NDM, GMEM_NDM_UPSTREAM, GMEM_HUGE, ANON_THP, MEMFD_THP };
+	   GMEM_INPLACE_RETRY, GMEM_NDM, GMEM_NDM_UPSTREAM, GMEM_HUGE, ANON_THP, MEMFD_THP,
+	   GMEM_HUGE_INPLACE };
 static const char *const mem_name[] = { "anon", "memfd", "gmem", "gmem_swprot",
 					"gmem_bind_local", "gmem_bind_remote", "gmem_inplace",
 					"gmem_inplace_retry", "gmem_ndm", "gmem_ndm_upstream",
-					"gmem_huge", "anon_thp", "memfd_thp" };
+					"gmem_huge", "anon_thp", "memfd_thp", "gmem_huge_inplace" };
 
 struct bench_case;
 typedef int (*case_fn)(const struct bench_case *c, double *v, char *why, size_t whylen);
@@ -285,7 +289,7 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 		snprintf(why, whylen, "/dev/kvm: %s", strerror(errno));
 		return RES_NA;
 	}
-	if (mem == GMEM_INPLACE || mem == GMEM_INPLACE_RETRY) {
+	if (mem == GMEM_INPLACE || mem == GMEM_INPLACE_RETRY || mem == GMEM_HUGE_INPLACE) {
 		/* A VM converts in place if it is created while the parameter is 1. */
 		if (in_place_param(true)) {
 			snprintf(why, whylen, "no kvm.gmem_in_place_conversion");
@@ -293,6 +297,8 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 		}
 		r->vm = ioctl(r->kvm, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
 		in_place_param(false);
+		if (mem == GMEM_HUGE_INPLACE)
+			want |= GUEST_MEMFD_FLAG_HUGEPAGE;
 		gm.flags = want;
 	} else if (mem != GMEM_SWP) {
 		unsigned long long caps = kvm_cap(r->kvm, KVM_CAP_GUEST_MEMFD_FLAGS);
@@ -1340,6 +1346,8 @@ static const struct bench_case cases[] = {
 	{ "convert_transient", GMEM_INPLACE_RETRY, "gmem_inplace_retry", "us", case_transient, 0, 1, 2,
 	  { "_latency", "_ioctls" } },
 	{ "convert", GMEM_INPLACE, "gmem_inplace", "us", case_convert, 0, 1, 4,
+	  { "_4k_private", "_4k_shared", "_2m_private", "_2m_shared" } },
+	{ "convert", GMEM_HUGE_INPLACE, "gmem_inplace", "us", case_convert, 0, 1, 4,
 	  { "_4k_private", "_4k_shared", "_2m_private", "_2m_shared" } },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
