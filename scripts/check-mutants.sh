@@ -636,7 +636,7 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 	huge-vcpu-maps-poisoned-2m)
 		# The order a vCPU may map ignores a poisoned page of the folio.
 		mutate huge-vcpu-maps-poisoned-2m virt/kvm/guest_memfd.c \
-			's/if \(nr == 1 \|\| folio_test_has_hwpoisoned\(folio\)\)/if (nr == 1)/' || continue
+			's/if \(nr == 1 \|\| folio_test_has_hwpoisoned\(folio\) \|\|/if (nr == 1 ||/' || continue
 		must_fail huge-vcpu-maps-poisoned-2m stock ours \
 'gmem_huge_test: "vcpu_poisoned_folio" FAILED: the vCPU mapped the 2 MiB at page [0-9]+, page [0-9]+ of it poisoned, as one: pages_2m [0-9]+ -> [0-9]+' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c vcpu_poisoned" \
