@@ -2598,8 +2598,11 @@ static int random_seed(char *why, size_t whylen)
 	seed &= 0xffffffffffffULL;
 	ksft_print_msg("random seed %llu\n", (unsigned long long)seed);
 	for (int fk = 0; r == KSFT_PASS && fk < NR_FILE_KINDS; fk++) {
-		if (offered[fk] && (fk != FK_NDM_FAILZAP || !access(GMEM_FAIL_NDM_ZAP, F_OK)))
-			r = fsx_run(seed, ops_per_run, fk, why, whylen);
+		if (!offered[fk] || (fk == FK_NDM_FAILZAP && access(GMEM_FAIL_NDM_ZAP, F_OK)))
+			continue;
+		/* A run of each kind: each has the time a case has (ten kinds would not). */
+		arm_timeout();
+		r = fsx_run(seed, ops_per_run, fk, why, whylen);
 	}
 	return r;
 }
