@@ -107,7 +107,7 @@ image=$(KVM_GMEM_PKGVER=$from "$here/dkms-image.sh")
 qemu-img create -q -f qcow2 -F raw -b "$image" "$work/disk.qcow2"
 
 # make -j2 on two vCPUs, one host thread each (see the dkms tier).
-export TCG_THREAD=${TCG_THREAD:-multi}
+export TCG_THREAD=${TCG_THREAD:-multi} BOOT_ALL_CPUS=1
 rc=0
 step "boot 1: $old_kver: install the package, upgrade the kernel"
 "$here/run-tier.sh" --tier "dkms-upgrade-old$suffix" --modules "$deb" --results "$results/old" \

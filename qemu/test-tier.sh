@@ -174,7 +174,7 @@ dkms)
 	# The in-guest compile takes most of it: make -j2 on two vCPUs, one
 	# host thread each (MTTCG: ~10 min; one thread for both: ~30 min).
 	# run.sh takes the second vCPU offline before it loads kvm (boot.sh).
-	export TCG_THREAD=${TCG_THREAD:-multi}
+	export TCG_THREAD=${TCG_THREAD:-multi} BOOT_ALL_CPUS=1
 	timeout=${QEMU_TIMEOUT:-4800}
 	;;
 *)

@@ -1284,8 +1284,14 @@ static void *convert_page_6(void *arg)
  * update finish at once. Before the fix the wait ran inside the guest_memfd
  * invalidation, whose count makes every refresh VM-wide spin and memslot
  * updates sleep until the conversion ends.
+ *
+ * The pipe drains well inside the conversion's wait (WAIT_MS), so the
+ * conversion succeeds without racing its own deadline; the probes start a
+ * fifth of the way in and must finish in STALL_PROBE_MS, less than the rest
+ * of the wait a stalled probe would sit out.
  */
-#define STALL_DRAIN_MS	400
+#define STALL_DRAIN_MS	250
+#define STALL_PROBE_MS	100
 static int wait_does_not_stall_vm(char *why, size_t whylen)
 {
 	struct vm vm = { .kvm = kvm_fd, .vm = -1, .vcpu = -1, .gmem = -1 };
@@ -1318,7 +1324,7 @@ static int wait_does_not_stall_vm(char *why, size_t whylen)
 	pthread_create(&drainer, NULL, drain_later, &d);
 	pthread_create(&converter, NULL, convert_page_6, &c);
 	threads = true;
-	usleep(STALL_DRAIN_MS * 1000 / 4);
+	usleep(STALL_DRAIN_MS * 1000 / 5);
 
 	t0 = gmem_now();
 	e = gmem_set_kvmclock(&vm, 11 * page);
@@ -1341,9 +1347,9 @@ static int wait_does_not_stall_vm(char *why, size_t whylen)
 			 c.err ? strerror(-c.err) : "success", c.ms, STALL_DRAIN_MS);
 		goto out;
 	}
-	if (msr_ms > STALL_DRAIN_MS / 4 || slot_ms > STALL_DRAIN_MS / 4) {
+	if (msr_ms > STALL_PROBE_MS || slot_ms > STALL_PROBE_MS) {
 		snprintf(why, whylen, "during a conversion's wait (%.0f ms): moving kvmclock took %.0f ms, a memslot update %.0f ms; want both under %d ms",
-			 c.ms, msr_ms, slot_ms, STALL_DRAIN_MS / 4);
+			 c.ms, msr_ms, slot_ms, STALL_PROBE_MS);
 		goto out;
 	}
 	snprintf(why, whylen, "conversion %.0f ms; kvmclock moved in %.1f ms, memslot in %.1f ms",
