@@ -411,6 +411,8 @@ meta() { sed -n "s/^meta,$2,//p" "$out/$1.csv" 2>/dev/null | head -n 1; }
 	$1 == "ndm_write" && $2 == "gmem_ndm" { chk("NO_DIRECT_MAP write() vs plain gmem", $9, 1.20) }
 	$1 == "uffd_restore" && $2 == "gmem" { chk("userfaultfd restore, guest_memfd vs memfd", $9, 1.10) }
 	$1 == "uffd_restore" && $2 == "gmem_ndm" { chk("userfaultfd restore, NO_DIRECT_MAP vs memfd", $9, 1.30) }
+	$1 == "ndm_first_touch_huge" && $2 == "gmem_ndm_huge" { chk("NO_DIRECT_MAP first touch, 2 MiB vs 2 MiB gmem", $9, 1.30) }
+	$1 == "ndm_write_huge" && $2 == "gmem_ndm_huge" { chk("NO_DIRECT_MAP write(), 2 MiB vs 2 MiB gmem", $9, 1.20) }
 	$1 ~ /^ndm_/ && $2 == "gmem_ndm_upstream" { printf "  %-44s %s (upstream, no target)\n", "NO_DIRECT_MAP flush per folio, " substr($1, 5), $9 == "" ? "n/a" : sprintf("%.3f", $9) }
 	' "$out/bench.csv"
 	# vCPU faults of the first touch: 4 KiB over 2 MiB guest_memfd folios,

@@ -61,7 +61,9 @@ fi
 key=$( { basename "$tree"; cat "$0" "${patches[@]}" "${fragments[@]}"; } | sha256sum | cut -c1-16)
 out="$KVM_GMEM_CACHE/kernels/$name-$key"
 [ -f "$out/.complete" ] || cache_lock "kernel-$name-$key"
+# Each use stamps it: prune_old() keeps what another clone uses.
 if [ -f "$out/.complete" ]; then
+	touch "$out/.used"
 	echo "$out"
 	exit 0
 fi
@@ -135,7 +137,7 @@ fi
 cp "$obj/$image" "$out/vmlinuz"
 echo "$kver" > "$out/kver"
 echo "$arch" > "$out/arch"
-touch "$out/.complete"
+touch "$out/.complete" "$out/.used"
 # Kernels of older inputs can never be used again: free their space.
 prune_old "$out" "$KVM_GMEM_CACHE/kernels/$name"-*
 step "$target kernel $kver ready: $(du -h "$out/vmlinuz" | cut -f1) $(basename "$image")" >&2

@@ -31,9 +31,10 @@ put=n
 grep -qw guestmem_put_notify_begin "$kdir/Module.symvers" && put=y
 mpol=n
 grep -qw mpol_set_shared_policy "$kdir/Module.symvers" && mpol=y
-# GUEST_MEMFD_FLAG_NO_DIRECT_MAP needs all three (mm-shim 0007).
+# GUEST_MEMFD_FLAG_NO_DIRECT_MAP needs all four (mm-shim 0007, 0010).
 ndm=n
 grep -qw set_direct_map_invalid_noflush "$kdir/Module.symvers" &&
+	grep -qw set_direct_map_valid_noflush "$kdir/Module.symvers" &&
 	grep -qw flush_tlb_kernel_range "$kdir/Module.symvers" &&
 	grep -qw guestmem_no_direct_map_get "$kdir/Module.symvers" && ndm=y
 # userfaultfd on guest_memfd mappings: mm's vm_uffd_ops (mm-shim 0008) and

@@ -31,9 +31,10 @@ ns_of() {
 	awk -F'\t' -v s="$1" '$2 == s { found = 1; ns = $5 } END { if (!found) exit 1; print ns }' "$symvers"
 }
 
-# What mm-shim 0007 exports for kvm's GUEST_MEMFD_FLAG_NO_DIRECT_MAP.
+# What mm-shim 0007 and 0010 export for kvm's GUEST_MEMFD_FLAG_NO_DIRECT_MAP.
 ndm=(set_direct_map_invalid_noflush set_direct_map_default_noflush
-     flush_tlb_kernel_range guestmem_no_direct_map_get guestmem_no_direct_map_put)
+     set_direct_map_valid_noflush flush_tlb_kernel_range
+     guestmem_no_direct_map_get guestmem_no_direct_map_put)
 for sym in "${ndm[@]}"; do
 	ns=$(ns_of "$sym") || die "$symvers: $sym is not exported"
 	[ "$ns" = module:kvm ] || die "$symvers: $sym is exported in namespace '$ns', not module:kvm"

@@ -66,6 +66,15 @@
 #   arm64-huge-pages arm64 tier, gmem_vcpu_test, our arm64 kernel whose
 #                    stage 2 asks guest_memfd for no order (2 MiB folios
 #                    mapped page by page, as before arm64 patch 0006)
+#   huge-ndm-page-by-page shim tier, gmem_ndm_test, our kvm.ko that takes a
+#                    2 MiB folio out of the direct map page by page (its
+#                    2 MiB direct map entry split into 512)
+#   huge-ndm-punch-unmapped shim tier, gmem_ndm_test, our kvm.ko whose punch
+#                    of part of a 2 MiB folio out of the direct map has no
+#                    map to clear it through (left clean: truncate drops it)
+#   huge-ndm-write-puts-back shim tier, gmem_ndm_test, our kvm.ko whose write()
+#                    into a 2 MiB folio out of the direct map puts the folio
+#                    back for the copy (and takes it out again: a flush)
 #   ndm-no-gmem-pfncache shim tier, gmem_ndm_test, our kvm.ko whose pfn caches
 #                    (kvmclock) and kvm_vcpu_map() (a nested VMCB) go through
 #                    userspace_addr, not guest_memfd
@@ -91,6 +100,8 @@
 #                    folio a pipe pins to truncate alone (as huge-punch-pinned)
 #   fsx-huge-convert-pmd stock tier, a host fault maps a 2 MiB folio with
 #                    private pages with one PMD (as huge-convert-pmd)
+#   fsx-huge-ndm-punch-unmapped shim tier, a punch of part of a 2 MiB folio
+#                    out of the direct map drops it (as huge-ndm-punch-unmapped)
 #   fsx-vcpu-window-ignores-private shim tier, a vCPU's NO_DIRECT_MAP window
 #                    in a SW_PROTECTED VM that does not stop where the
 #                    private attribute changes (issue 39, 6)
@@ -291,8 +302,9 @@ fsx_mutant() {
 # Changes that a tier's mutant and the exerciser's make alike.
 huge_order_0='s/\treturn PMD_ORDER;/\treturn 0;/'
 convert_maps_pmd='s/\tif \(!pmd_none\(pmdp_get_lockless\(vmf->pmd\)\)\)\n\t\treturn 0;\n/\treturn 0;\n/'
-punch_leaves_pinned='s/\tif \(kvm_gmem_is_huge\(inode\)\) \{\n(\t\tunmap_mapping_range)/\tif (0) {\n$1/'
-write_at_folio_start='s/copy_folio_from_iter_atomic\(folio, \(index - folio->index\) << PAGE_SHIFT,/copy_folio_from_iter_atomic(folio, 0,/'
+punch_leaves_pinned='s/\tif \(kvm_gmem_is_huge\(inode\)\) \{\n(\t\tbool two)/\tif (0) {\n$1/'
+write_at_folio_start='s/size_t offset = \(index - folio->index\) << PAGE_SHIFT;/size_t offset = 0;/'
+ndm_edge_unmapped='s/\tif \(!kvm_gmem_no_direct_map\(inode\) \|\| !kvm_gmem_is_huge\(inode\)\)\n\t\treturn NULL;/\treturn NULL;/'
 
 mutants=("$@")
 [ $# -gt 0 ] || mutants=(debian-modules debian-boot no-host-mmap no-numa-policy no-attr-lookup no-write no-direct-map ndm-no-flush
@@ -306,6 +318,8 @@ mutants=("$@")
 			 fsx-huge-write-at-folio-start huge-write-poison-by-head huge-write-no-clear
 			 huge-vcpu-poison-by-folio huge-vcpu-maps-poisoned-2m huge-punch-pinned
 			 fsx-huge-punch-pinned huge-convert-pmd huge-convert-maps-2m fsx-huge-convert-pmd
+			 huge-ndm-page-by-page huge-ndm-punch-unmapped huge-ndm-write-puts-back
+			 fsx-huge-ndm-punch-unmapped
 			 arm64-huge-pages)
 for m in "${mutants[@]}"; do
 	mutant_lock "$m"
@@ -488,17 +502,17 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 	fsx-ndm-window-into-punched)
 		fsx_mutant fsx-ndm-window-into-punched shim ndm virt/kvm/guest_memfd.c \
 			's/\tif \(mas_find\(&mas, end - 1\)\)\n\t\tend = max\(mas.index, index \+ 1\);/\tmas_find(&mas, end - 1);/' \
-'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)'
+'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ folios out of the direct map, the file has [0-9]+)'
 		;;
 	fsx-ndm-vcpu-one-page)
 		fsx_mutant fsx-ndm-vcpu-one-page shim ndm virt/kvm/guest_memfd.c \
 			's/(\tif \(nr_around\)\n\t\tend = kvm_gmem_vcpu_fault_end\(slot, inode, index\);\n)/\tif (0)\n\t\tend = kvm_gmem_vcpu_fault_end(slot, inode, index);\n/' \
-'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ pages out of the direct map, the file has [0-9]+)'
+'gmem_fsx: "NO_DIRECT_MAP file: fixed seeds, .*" FAILED: ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is (not )?in the file, the model says .*|[0-9]+ folios out of the direct map, the file has [0-9]+)'
 		;;
 	fsx-ndm-failed-zap-stays-up-to-date)
 		fsx_mutant fsx-ndm-failed-zap-stays-up-to-date shim ndm-failzap virt/kvm/guest_memfd.c \
-			's/(\t\t\tclear_highpage\(folio_page\(folio, 0\)\);\n)\t\t\tfolio_clear_uptodate\(folio\);\n/$1/' \
-'gmem_fsx: "NO_DIRECT_MAP file with failing zaps: fixed seeds, .*" FAILED: ndm-failzap file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): [0-9]+ pages out of the direct map, the file has [0-9]+ \([0-9]+ left in by a failed zap; taken out since the last probe:( [0-9]+)+\)'
+			's/(\t\t\t\tclear_highpage\(folio_page\(folio, j\)\);\n)\t\t\tfolio_clear_uptodate\(folio\);\n/$1/' \
+'gmem_fsx: "NO_DIRECT_MAP file with failing zaps: fixed seeds, .*" FAILED: ndm-failzap file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): [0-9]+ folios out of the direct map, the file has [0-9]+ \([0-9]+ left in by a failed zap; taken out since the last probe:( [0-9]+)+\)'
 		;;
 	fsx-vcpu-window-ignores-private)
 		fsx_mutant fsx-vcpu-window-ignores-private shim swprot virt/kvm/guest_memfd.c \
@@ -508,7 +522,7 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 	fsx-uffd-vcpu-window)
 		fsx_mutant fsx-uffd-vcpu-window shim uffd virt/kvm/guest_memfd.c \
 			's/if \(kvm_is_userfault_memslot\(slot\) \|\| READ_ONCE\(gmem->userfault_seen\) \|\|/if (kvm_is_userfault_memslot(slot) ||/' \
-'gmem_fsx: "userfaultfd on a NO_DIRECT_MAP file: fixed seeds, .*" FAILED: uffd file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is in the file, the model says a hole|touching page [0-9]+ \(a hole: one MISSING event\) raised 1 userfaultfd events, one MINOR on page [0-9]+|[0-9]+ pages out of the direct map, the file has [0-9]+)'
+'gmem_fsx: "userfaultfd on a NO_DIRECT_MAP file: fixed seeds, .*" FAILED: uffd file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is in the file, the model says a hole|touching page [0-9]+ \(a hole: one MISSING event\) raised 1 userfaultfd events, one MINOR on page [0-9]+|[0-9]+ folios out of the direct map, the file has [0-9]+)'
 		;;
 	fsx-threads-private-readable)
 		# Both checks of the host's fault, before and under the folio
@@ -552,6 +566,46 @@ gmem_userfault_test: "no bitmap: taken, and KVM_RUN fails with EFAULT" FAILED: n
 		fsx_mutant fsx-huge-write-at-folio-start stock huge-write virt/kvm/guest_memfd.c \
 			"$write_at_folio_start" \
 'gmem_fsx: "2 MiB folios with write\(\) \(HUGEPAGE \| WRITE\): fixed seeds, .*" FAILED: huge-write file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (.*page [0-9]+ byte [0-9]+ reads (0|0x[0-9a-f]+), want 0x[0-9a-f]+|the vCPU reads page [0-9]+ differently at byte [0-9]+, want (0|0x[0-9a-f]+) everywhere)'
+		;;
+	fsx-huge-ndm-punch-unmapped)
+		# The exerciser's huge-ndm kind: a punch of part of a 2 MiB folio
+		# out of the direct map does not clear it and leaves it clean, so
+		# truncate drops all of it (as huge-ndm-punch-unmapped).
+		fsx_mutant fsx-huge-ndm-punch-unmapped shim huge-ndm virt/kvm/guest_memfd.c \
+			"$ndm_edge_unmapped" \
+'gmem_fsx: "2 MiB folios out of the direct map: fixed seeds, .*" FAILED: huge-ndm file, seed [0-9]+, op #[0-9]+ \([a-z-]+ pages [0-9]+-[0-9]+\): (page [0-9]+ is not in the file, the model says there|.*page [0-9]+ byte [0-9]+ reads (0|0x[0-9a-f]+), want (0|0x[0-9a-f]+)|the vCPU reads page [0-9]+ differently at byte [0-9]+, want (0|0x[0-9a-f]+) everywhere|[0-9]+ folios out of the direct map, the file has [0-9]+.*)'
+		;;
+	huge-ndm-page-by-page)
+		# A 2 MiB folio leaves the direct map a page at a time, as the
+		# one-page calls of mm-shim 0007 did: its 2 MiB entry is split.
+		mutate huge-ndm-page-by-page virt/kvm/guest_memfd.c \
+			's/\tr = set_direct_map_valid_noflush\(page, nr, false\);\n/\tfor (r = 0; !r \&\& page < folio_page(folio, 0) + nr; page++)\n\t\tr = set_direct_map_valid_noflush(page, 1, false);\n\tpage = folio_page(folio, 0);\n/' || continue
+		must_fail huge-ndm-page-by-page shim ours \
+'gmem_ndm_test: "2 MiB folios leave the direct map whole: .*" FAILED: 8 touches: 8 2 MiB folios, 8 flushes, [1-9][0-9]* 2 MiB direct map entries split; want 8, 8 and 0' -- \
+			ONLY=gmem_ndm_test ONLY_ARGS="-c whole:" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-ndm-page-by-page-shim"
+		;;
+	huge-ndm-punch-unmapped)
+		# A punch of part of a 2 MiB folio out of the direct map without
+		# the map its pages are cleared through: nothing clears them, and
+		# truncate, which cannot split the folio, keeps it with the old
+		# bytes where it is dirty (filled through the mapping, as here)
+		# and drops all of it where it is clean.
+		mutate huge-ndm-punch-unmapped virt/kvm/guest_memfd.c "$ndm_edge_unmapped" || continue
+		must_fail huge-ndm-punch-unmapped shim ours \
+'gmem_ndm_test: "a punch of part of a 2 MiB folio .*" FAILED: (the punched pages do not read zero|pages outside the punch lost what was written: byte [0-9]+)' -- \
+			ONLY=gmem_ndm_test ONLY_ARGS="-c keeps" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-ndm-punch-unmapped-shim"
+		;;
+	huge-ndm-write-puts-back)
+		# write() into a 2 MiB folio out of the direct map puts all of it
+		# back for the copy, as for a 4 KiB one, and takes it out again.
+		mutate huge-ndm-write-puts-back virt/kvm/guest_memfd.c \
+			's/\tif \(nr == 1 \|\| !kvm_gmem_ndm_zapped\(folio\)\)\n\t\treturn NULL;/\treturn NULL;/' || continue
+		must_fail huge-ndm-write-puts-back shim ours \
+'gmem_ndm_test: "write\(\) into a 2 MiB folio .*" FAILED: pwrite into a 2 MiB folio out of the direct map flushed 1 times: it put the folio back for the copy' -- \
+			ONLY=gmem_ndm_test ONLY_ARGS="-c copies" \
+			BUILD_SRC="$mutant_src" BUILD_OBJ="$top/build/obj/mutant-huge-ndm-write-puts-back-shim"
 		;;
 	huge-order-0)
 		# GUEST_MEMFD_FLAG_HUGEPAGE still offered and accepted, every
@@ -605,7 +659,7 @@ gmem_huge_test: "fragmented_node_falls_back" FAILED: fallocate of the 2 MiB at [
 		# write() does not clear the pages of a new 2 MiB folio that it
 		# does not fill: they hold what the page held before.
 		mutate huge-write-no-clear virt/kvm/guest_memfd.c \
-			's/\t\t\tfolio_zero_segments\(folio, 0, from, from \+ done \* PAGE_SIZE,\n\t\t\t\t\t    folio_size\(folio\)\);\n//' || continue
+			's/\t\tfolio_zero_segments\(folios\[0\], 0, start, start \+ nr_ok \* PAGE_SIZE,\n\t\t\t\t    folio_size\(folios\[0\]\)\);\n//' || continue
 		must_fail huge-write-no-clear shim ours \
 'gmem_huge_test: "write_fills_folios" FAILED: byte [0-9]+ of page [0-9]+, which write\(\) did not fill, reads 0xa5, not 0' -- \
 			ONLY=gmem_huge_test ONLY_ARGS="-c write_fills" \

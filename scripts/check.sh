@@ -200,11 +200,15 @@ shim_must_fail=(
 	"pfn caches kept across a memslot unbind|gpc-unbind-keeps-cache"
 	"kvm_vcpu_map() ignores userfault|vcpu-map-ignores-userfault"
 	"write() leaves a new 2 MiB folio's other pages as they were|huge-write-no-clear"
+	"a 2 MiB folio out of the direct map page by page|huge-ndm-page-by-page"
+	"a punch drops a 2 MiB folio out of the direct map|huge-ndm-punch-unmapped"
+	"write() puts a 2 MiB folio back in the direct map|huge-ndm-write-puts-back"
 	"the exerciser: a window into a punched range|fsx-ndm-window-into-punched"
 	"the exerciser: a vCPU fault without its window|fsx-ndm-vcpu-one-page"
 	"the exerciser: a page a failed zap left up to date|fsx-ndm-failed-zap-stays-up-to-date"
 	"the exerciser: a vCPU window past the private attribute|fsx-vcpu-window-ignores-private"
 	"the exerciser: a vCPU window in a userfaultfd file|fsx-uffd-vcpu-window"
+	"the exerciser: a punch drops a 2 MiB folio out of the direct map|fsx-huge-ndm-punch-unmapped"
 	"arm64: 2 MiB folios mapped page by page|arm64-huge-pages"
 )
 names_of() { local e; for e in "$@"; do printf '%s ' "${e#*|}"; done; }

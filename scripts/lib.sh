@@ -179,12 +179,20 @@ install_packages() {
 }
 
 # prune_old KEEP PATH...: delete the PATHs other than KEEP. Called after a new
-# cache entry is made, so entries left by older inputs do not pile up.
+# cache entry is made, so entries left by older inputs do not pile up. An
+# entry used in the last 3 hours stays (its mtime, or for a directory that
+# has one its .used stamp's): another clone on the same cache may be running
+# on it (a developer's tree beside a CI clone: a shim kernel deleted under
+# a running tier once failed it); the next new entry after that prunes it.
 prune_old() {
-	local keep=$1 p
+	local keep=$1 p stamp
 	shift
 	for p in "$@"; do
-		[[ "$p" == "$keep" || ! -e "$p" ]] || rm -rf --one-file-system "$p"
+		[[ "$p" != "$keep" && -e "$p" ]] || continue
+		stamp=$p
+		[[ ! -e "$p/.used" ]] || stamp=$p/.used
+		[[ -z "$(find "$stamp" -maxdepth 0 -mmin -180 2>/dev/null)" ]] || continue
+		rm -rf --one-file-system "$p"
 	done
 }
 

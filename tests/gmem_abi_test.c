@@ -472,19 +472,21 @@ int main(void)
 		ksft_exit_skip("KVM_CAP_GUEST_MEMFD_FLAGS not supported (not our modules)\n");
 	/*
 	 * Whether the flag must be there is the kernel's to say, not kvm.ko's:
-	 * it needs mm-shim 0007's exports (what build-modules.sh looks for in
-	 * Module.symvers), and a kvm.ko that leaves it out on such a kernel
-	 * fails here.
+	 * it needs mm-shim 0007's and 0010's exports (what build-modules.sh
+	 * looks for in Module.symvers), and a kvm.ko that leaves it out on
+	 * such a kernel fails here.
 	 */
 	switch (gmem_kernel_exports("guestmem_no_direct_map_get") +
 		gmem_kernel_exports("set_direct_map_invalid_noflush") +
+		gmem_kernel_exports("set_direct_map_valid_noflush") +
 		gmem_kernel_exports("flush_tlb_kernel_range")) {
-	case 3:
+	case 4:
 		ndm = GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
 		break;
 	case 0:
 	case 1:
 	case 2:
+	case 3:
 		break;
 	default:
 		ksft_exit_fail_msg("/proc/kallsyms: %s\n", strerror(errno));

@@ -123,11 +123,11 @@
 
 enum file_kind {
 	FK_PLAIN, FK_NDM, FK_INPLACE, FK_NDM_FAILZAP, FK_SWPROT, FK_UFFD, FK_HUGE, FK_HUGE_WRITE,
-	FK_HUGE_PIN, FK_HUGE_INPLACE, NR_FILE_KINDS
+	FK_HUGE_PIN, FK_HUGE_INPLACE, FK_HUGE_NDM, NR_FILE_KINDS
 };
 static const char *const file_kind_name[NR_FILE_KINDS] = {
 	"plain", "ndm", "inplace", "ndm-failzap", "swprot", "uffd", "huge", "huge-write",
-	"huge-pin", "huge-inplace",
+	"huge-pin", "huge-inplace", "huge-ndm",
 };
 
 enum op_kind {
@@ -195,6 +195,13 @@ static const int kind_weight[NR_FILE_KINDS][NR_KINDS] = {
 	 * at the range's first page there.
 	 */
 	[FK_HUGE_INPLACE] = { 15, 14, 0, 8, 10, 3, 2, 2, 8, 14, 3, 0, 0, 12, 3, 3, 2, 0, 1, 0 },
+	/*
+	 * huge-write out of the direct map (src/virt/0035): a 2 MiB folio is
+	 * never split, so a punch of part of it (or an arm) clears the pages
+	 * and leaves them in the file, the folio whole and out; a punch of
+	 * all of its 2 MiB frees it. No pins: GUP refuses the memory.
+	 */
+	[FK_HUGE_NDM] = { 12, 12, 9, 9, 12, 3, 2, 2, 8, 14, 4, 3, 5, 0, 0, 0, 2, 1, 2, 0 },
 };
 
 /* The state of an op's first page before it, for the coverage counts. */
@@ -207,7 +214,7 @@ enum event {
 	EV_STALE_USED, EV_VCPU_WRITE, EV_SECOND_MAP, EV_CHILD_READ, EV_UFFD_MISSING,
 	EV_UFFD_ZERO, EV_UFFD_MINOR, EV_UFFD_RESTORE, EV_UFFD_CLOCK, EV_HUGE_FOLIO,
 	EV_HUGE_SPLIT, EV_HUGE_FALLBACK, EV_HUGE_ARMED, EV_CLOCK_BROUGHT, EV_HUGE_PINNED_PUNCH,
-	NR_EVENTS
+	EV_HUGE_NDM_KEPT, NR_EVENTS
 };
 
 static const char *const event_name[NR_EVENTS] = {
@@ -223,6 +230,7 @@ static const char *const event_name[NR_EVENTS] = {
 	"armed pages brought in with their 2 MiB",
 	"of them by kvmclock on the entry before a vCPU's userfault exit",
 	"pages punched in a pinned 2 MiB folio (cleared, kept)",
+	"pages punched in a 2 MiB folio out of the direct map (cleared, kept)",
 };
 
 struct op {
@@ -424,6 +432,13 @@ static bool clock_bytes(const struct run *r, int i)
 	return r->m.clock[i] || is_clock_page(r, i);
 }
 
+/* Files of 2 MiB folios: the huge kinds. */
+static bool huge_kind(enum file_kind fk)
+{
+	return fk == FK_HUGE || fk == FK_HUGE_WRITE || fk == FK_HUGE_PIN || fk == FK_HUGE_INPLACE ||
+	       fk == FK_HUGE_NDM;
+}
+
 /*
  * The end of a NO_DIRECT_MAP fault's window at the hole @i, within @limit
  * (kvm_gmem_ndm_window_end()): only where the page before it is there.
@@ -433,7 +448,8 @@ static int model_window_end(struct run *r, int i, int limit)
 	struct model *m = &r->m;
 	int end = i + 1;
 
-	if (!r->ndm || !r->batch || r->uffd_seen || i == 0 || !m->present[i - 1])
+	if (!r->ndm || huge_kind(r->fk) || !r->batch || r->uffd_seen || i == 0 ||
+	    !m->present[i - 1])
 		return end;
 	end = (i + WINDOW) / WINDOW * WINDOW;
 	if (end > limit)
@@ -446,12 +462,6 @@ static int model_window_end(struct run *r, int i, int limit)
 			return j;
 	}
 	return end;
-}
-
-/* Files of 2 MiB folios: the huge kinds. */
-static bool huge_kind(enum file_kind fk)
-{
-	return fk == FK_HUGE || fk == FK_HUGE_WRITE || fk == FK_HUGE_PIN || fk == FK_HUGE_INPLACE;
 }
 
 /* Files of a VM that converts in place. */
@@ -544,15 +554,30 @@ static bool pinned_folio(const struct run *r, int i)
 }
 
 /*
- * Page @i was punched, alone or with others, not with all of its 2 MiB:
- * a hole, or, in a 2 MiB folio the pin holds, a page of the file that
- * reads zero. @val: what the model keeps as the page's value (an armed
- * page keeps its snapshot).
+ * Does a punch of [@first, @end) leave page @i in the file, its 2 MiB folio
+ * whole? One the pin holds, and in the huge-ndm kind one the punch covers
+ * only part of: a folio out of the direct map is never split.
  */
-static void model_punch_page(struct run *r, int i, uint8_t val)
+static bool kept_whole(const struct run *r, int i, int first, int end)
 {
-	r->m.present[i] = pinned_folio(r, i);
-	r->ev[EV_HUGE_PINNED_PUNCH] += r->m.present[i];
+	int start = huge_start(i);
+
+	if (pinned_folio(r, i))
+		return true;
+	return r->fk == FK_HUGE_NDM && r->m.huge[start / HUGE_RANGE] &&
+	       (first > start || end < start + HUGE_RANGE);
+}
+
+/*
+ * Page @i was punched by a punch of [@first, @end): a hole, or, in a 2 MiB
+ * folio that stays whole (kept_whole()), a page of the file that reads
+ * zero. @val: what the model keeps as the page's value (an armed page keeps
+ * its snapshot).
+ */
+static void model_punch_page(struct run *r, int i, uint8_t val, int first, int end)
+{
+	r->m.present[i] = kept_whole(r, i, first, end);
+	r->ev[r->fk == FK_HUGE_NDM ? EV_HUGE_NDM_KEPT : EV_HUGE_PINNED_PUNCH] += r->m.present[i];
 	r->m.stale[i] = false;
 	r->m.punched[i] = true;
 	r->m.val[i] = val;
@@ -562,14 +587,14 @@ static void model_punch_page(struct run *r, int i, uint8_t val)
 /*
  * Pages [@first, @end) were punched: a 2 MiB folio partly punched is split,
  * and its 2 MiB keeps 4 KiB folios until all of it is a hole again; one
- * the pin holds stays whole.
+ * kept_whole() stays whole.
  */
 static void model_punched(struct run *r, int first, int end)
 {
 	for (int k = huge_start(first) / HUGE_RANGE; k * HUGE_RANGE < end; k++) {
 		bool empty = huge_range_empty(r, k * HUGE_RANGE);
 
-		if (pinned_folio(r, k * HUGE_RANGE))
+		if (kept_whole(r, k * HUGE_RANGE, first, end))
 			continue;
 		if (r->m.huge[k] && !empty)
 			r->ev[EV_HUGE_SPLIT]++;
@@ -957,6 +982,19 @@ static bool check_nodes(struct run *r, const struct op *o)
 }
 
 /* The file has exactly the pages the model says, and NO_DIRECT_MAP counts them. */
+/* The folios the model's file has: a 2 MiB folio is one. */
+static long model_folios(const struct run *r)
+{
+	long n = 0;
+
+	for (int i = 0; i < npages; i++) {
+		if (r->m.present[i] &&
+		    (!huge_kind(r->fk) || !r->m.huge[i / HUGE_RANGE] || i == huge_start(i)))
+			n++;
+	}
+	return n;
+}
+
 static bool probe(struct run *r, const struct op *o)
 {
 	long want = 0, stale = 0, got, out;
@@ -975,7 +1013,7 @@ static bool probe(struct run *r, const struct op *o)
 		return fail(r, o, "cachestat counts %ld pages, the model %ld", got, want);
 	if (r->ndm) {
 		out = gmem_counter(NDM_FOLIOS) - r->ndm_base;
-		if (out != want - stale) {
+		if (out != model_folios(r) - stale) {
 			char pages[128] = "";
 			int n = 0;
 
@@ -983,8 +1021,9 @@ static bool probe(struct run *r, const struct op *o)
 			for (int i = 0; i < npages && n < (int)sizeof(pages) - 8; i++)
 				if (r->m.unstaled[i])
 					n += snprintf(pages + n, sizeof(pages) - n, " %d", i);
-			return fail(r, o, "%ld pages out of the direct map, the file has %ld (%ld left in by a failed zap%s%s)",
-				    out, want, stale, n ? "; taken out since the last probe:" : "", pages);
+			return fail(r, o, "%ld folios out of the direct map, the file has %ld (%ld left in by a failed zap%s%s)",
+				    out, model_folios(r), stale, n ? "; taken out since the last probe:" : "",
+				    pages);
 		}
 		memset(r->m.unstaled, 0, sizeof(r->m.unstaled));
 	}
@@ -1441,7 +1480,7 @@ static bool arm(struct run *r, const struct op *o)
 			      (off_t)i * page, page))
 			return fail(r, o, "punch hole of page %d: %s", i, strerror(errno));
 		/* val[i] stays: the snapshot the restore writes back. */
-		model_punch_page(r, i, m->val[i]);
+		model_punch_page(r, i, m->val[i], i, i + 1);
 		m->armed[i] = true;
 		__atomic_or_fetch(&r->bitmap, 1UL << (i - r->slot_off), __ATOMIC_RELEASE);
 		model_punched(r, i, i + 1);
@@ -1599,6 +1638,9 @@ static unsigned long long file_flags(const struct run *r)
 		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE | GUEST_MEMFD_FLAG_WRITE;
 	if (r->fk == FK_HUGE_INPLACE)
 		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE;
+	if (r->fk == FK_HUGE_NDM)
+		return INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE | GUEST_MEMFD_FLAG_WRITE |
+		       GUEST_MEMFD_FLAG_NO_DIRECT_MAP;
 	return r->fk == FK_INPLACE ? INPLACE_FLAGS :
 	       FLAGS | (r->ndm ? GUEST_MEMFD_FLAG_NO_DIRECT_MAP : 0);
 }
@@ -1784,7 +1826,7 @@ static bool do_op(struct run *r, struct op *o)
 		if (pinned_folio(r, o->first) && o->first == huge_start(o->first) && o->n == HUGE_RANGE)
 			r->pin_page = -1;
 		for (int i = o->first; i < o->first + o->n; i++) {
-			model_punch_page(r, i, 0);
+			model_punch_page(r, i, 0, o->first, o->first + o->n);
 			/* The pipe keeps the old page; the file's next one is free. */
 			if (i == r->pin_page && !m->present[i])
 				r->pin_page = -1;
@@ -2073,7 +2115,8 @@ static int fsx_run_gen(uint64_t seed, long ops, enum file_kind fk, int gen, char
 		return KSFT_FAIL;
 	}
 	*r = (struct run){ .seed = seed, .rng = seed ? seed : 1, .ops = ops, .fk = fk, .gen = gen,
-			   .ndm = fk == FK_NDM || fk == FK_NDM_FAILZAP || fk == FK_SWPROT || fk == FK_UFFD,
+			   .ndm = fk == FK_NDM || fk == FK_NDM_FAILZAP || fk == FK_SWPROT || fk == FK_UFFD ||
+				  fk == FK_HUGE_NDM,
 			   .fd = -1, .clock_slot = -1, .pin_fd = -1, .pin_page = -1,
 			   .uffd = -1, .uffd_stop = { -1, -1 }, .clock_fill = -1,
 			   .why = why, .whylen = whylen,
@@ -2208,6 +2251,7 @@ static const char *not_offered[NR_FILE_KINDS] = {
 	[FK_HUGE_WRITE] = "GUEST_MEMFD_FLAG_HUGEPAGE | WRITE not offered",
 	[FK_HUGE_PIN] = "GUEST_MEMFD_FLAG_HUGEPAGE | WRITE not offered",
 	[FK_HUGE_INPLACE] = "GUEST_MEMFD_FLAG_HUGEPAGE not offered to a VM that converts in place",
+	[FK_HUGE_NDM] = "GUEST_MEMFD_FLAG_NO_DIRECT_MAP not offered with HUGEPAGE (the kernel lacks mm-shim 0007, 0010)",
 };
 
 static int fixed(enum file_kind fk, char *why, size_t whylen)
@@ -2293,6 +2337,11 @@ static int fixed_huge_pin(char *why, size_t whylen)
 static int fixed_huge_inplace(char *why, size_t whylen)
 {
 	return fixed(FK_HUGE_INPLACE, why, whylen);
+}
+
+static int fixed_huge_ndm(char *why, size_t whylen)
+{
+	return fixed(FK_HUGE_NDM, why, whylen);
 }
 
 /*
@@ -2663,7 +2712,7 @@ static int soak(void)
 
 static int (*const fixed_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
 	fixed_plain, fixed_ndm, fixed_inplace, fixed_ndm_failzap, fixed_swprot, fixed_uffd,
-	fixed_huge, fixed_huge_write, fixed_huge_pin, fixed_huge_inplace,
+	fixed_huge, fixed_huge_write, fixed_huge_pin, fixed_huge_inplace, fixed_huge_ndm,
 };
 
 static int (*const threads_fn[NR_FILE_KINDS])(char *why, size_t whylen) = {
@@ -2690,6 +2739,8 @@ static const struct gmem_case cases[] = {
 	  fixed_huge_pin },
 	{ "2 MiB folios converting in place: fixed seeds, pages private inside whole folios, pins of a folio refuse its conversion, as the model says",
 	  fixed_huge_inplace },
+	{ "2 MiB folios out of the direct map: fixed seeds, a punch of part of a folio clears it and keeps it whole and out, as the model says",
+	  fixed_huge_ndm },
 	{ "a random seed on each file kind offered", random_seed },
 	{ "threads: 3 threads and a vCPU on a plain file, memory back to its baseline", threads_plain },
 	{ "threads: 3 threads and a vCPU on a NO_DIRECT_MAP file, every page out of the direct map, memory back to its baseline",
@@ -2791,6 +2842,8 @@ int main(int argc, char **argv)
 	offered[FK_HUGE] = gmem_has_flags(kvm, INPLACE_FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE);
 	offered[FK_HUGE_WRITE] = gmem_has_flags(kvm, FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE);
 	offered[FK_HUGE_PIN] = offered[FK_HUGE_WRITE];
+	offered[FK_HUGE_NDM] = gmem_has_flags(kvm, FLAGS | GUEST_MEMFD_FLAG_HUGEPAGE |
+					      GUEST_MEMFD_FLAG_NO_DIRECT_MAP);
 	if (offered[FK_NDM] && !offered[FK_UFFD])
 		not_offered[FK_UFFD] = "this kernel has no userfaultfd for guest_memfd (mm-shim 0008/0009)";
 	if (!offered[FK_INPLACE])

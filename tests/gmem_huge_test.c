@@ -15,7 +15,7 @@
  *                             SW_PROTECTED VM, whose memory may be private.
  *   create_rules              the page size field: 2 MiB or none; anything
  *                             else, or the field without the flag, EINVAL;
- *                             not with NO_DIRECT_MAP (EINVAL); with WRITE; alone
+ *                             with NO_DIRECT_MAP where that is offered; with WRITE; alone
  *                             on a 4 KiB file, as mainline's guest_memfd_test
  *                             creates every flag it is offered; a binding at
  *                             an offset that is not 2 MiB aligned, EINVAL.
@@ -262,7 +262,7 @@ static int create_rules(char *why, size_t whylen)
 		const char *what;
 		uint64_t flags;
 		long size;
-		int err;	/* 0: must succeed */
+		int err;	/* 0: must succeed; -1: as the VM offers the flags */
 	} rules[] = {
 		{ "2 MiB page size", FLAGS | GUEST_MEMFD_HUGE_2MB, 4 << 20, 0 },
 		{ "no page size", FLAGS, 4 << 20, 0 },
@@ -272,7 +272,7 @@ static int create_rules(char *why, size_t whylen)
 		{ "1 GiB page size", FLAGS | (30ULL << GUEST_MEMFD_HUGE_SHIFT), 4 << 20, EINVAL },
 		{ "page size without the flag", GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_HUGE_2MB,
 		  4 << 20, EINVAL },
-		{ "with NO_DIRECT_MAP", FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP, 4 << 20, EINVAL },
+		{ "with NO_DIRECT_MAP", FLAGS | GUEST_MEMFD_FLAG_NO_DIRECT_MAP, 4 << 20, -1 },
 		{ "with WRITE", FLAGS | GUEST_MEMFD_FLAG_WRITE, 4 << 20, 0 },
 	};
 	struct kvm_userspace_memory_region2 slot = {
@@ -285,14 +285,19 @@ static int create_rules(char *why, size_t whylen)
 	if (r != KSFT_PASS)
 		return r;
 	for (size_t i = 0; r == KSFT_PASS && i < sizeof(rules) / sizeof(rules[0]); i++) {
+		int err = rules[i].err;
+
+		/* NO_DIRECT_MAP: offered on the shim kernel (src/virt/0035). */
+		if (err < 0)
+			err = gmem_has_flags(vm, rules[i].flags & ~GUEST_MEMFD_HUGE_MASK) ? 0 : EINVAL;
 		fd = gmem_create(vm, rules[i].size, rules[i].flags);
 		if (fd >= 0)
 			close(fd);
-		if ((fd >= 0) != !rules[i].err || (fd < 0 && errno != rules[i].err)) {
+		if ((fd >= 0) != !err || (fd < 0 && errno != err)) {
 			snprintf(why, whylen, "%s (flags %#llx, size %ld): %s, expected %s",
 				 rules[i].what, (unsigned long long)rules[i].flags, rules[i].size,
 				 fd >= 0 ? "created" : strerror(errno),
-				 rules[i].err ? strerror(rules[i].err) : "success");
+				 err ? strerror(err) : "success");
 			r = KSFT_FAIL;
 		}
 	}
@@ -1059,6 +1064,34 @@ static long free_huge_blocks(int node)
 	return n;
 }
 
+/* @node's free memory in KiB (its sysfs meminfo), or -1. */
+static long node_free_kb(int node)
+{
+	char path[64], line[128];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", node);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %*d MemFree: %ld kB", &kb) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/*
+ * The first round stops filling with this much of node 1 still free: a
+ * fill that runs the node down to its watermark ends in a 4 KiB fallback
+ * there, which the OOM killer answers (make check of cfce71e: the test
+ * killed at node 1's min watermark). After the first round's punch the
+ * node has 511 free pages of each 2 MiB it filled, and a 2 MiB page fails
+ * only for want of a free block.
+ */
+#define FILL_HEADROOM_KB	(64L << 10)
+
 #define EXTFRAG		"/proc/sys/vm/extfrag_threshold"
 #define PROACTIVE	"/proc/sys/vm/compaction_proactiveness"
 #define PCP_FRACTION	"/proc/sys/vm/percpu_pagelist_high_fraction"
@@ -1137,6 +1170,10 @@ static int fragmented_node_falls_back(char *why, size_t whylen)
 			goto out;
 		}
 		for (off = from; off < fill_len; off += SZ_2M) {
+			long free_kb = node_free_kb(1);
+
+			if (!rounds && free_kb >= 0 && free_kb < FILL_HEADROOM_KB)
+				break;
 			/*
 			 * Its first page: that takes its 2 MiB where one is
 			 * free, one 4 KiB page where none is (not 512 on a

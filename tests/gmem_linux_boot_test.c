@@ -980,24 +980,6 @@ struct ndm_cost {
 
 static struct ndm_cost ndm_before;
 
-static long vmstat(const char *name)
-{
-	size_t n = strlen(name);
-	FILE *f = fopen("/proc/vmstat", "r");
-	char line[128];
-	long v = -1;
-
-	while (f && fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, name, n) && line[n] == ' ') {
-			v = atol(line + n + 1);
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	return v;
-}
-
 /*
  * Direct map splits since @b: the vmstat counters where the kernel has them
  * (CONFIG_VM_EVENT_COUNTERS), else what left the 2 MiB and 1 GiB mappings
@@ -1029,7 +1011,7 @@ static long alloc_before[NR_ALLOC_EVENTS];
 static void alloc_events_read(long *v)
 {
 	for (size_t i = 0; i < NR_ALLOC_EVENTS; i++)
-		v[i] = vmstat(alloc_events[i]);
+		v[i] = gmem_vmstat(alloc_events[i]);
 }
 
 static void alloc_events_print(const long *before)
@@ -1050,8 +1032,8 @@ static struct ndm_cost ndm_costs(void)
 	return (struct ndm_cost){
 		.folios = gmem_counter(GMEM_DEBUGFS "/kvm/gmem_ndm_folios"),
 		.flushes = gmem_counter(GMEM_DEBUGFS "/kvm/gmem_ndm_flushes"),
-		.splits_2m = vmstat("direct_map_level2_splits"),
-		.splits_1g = vmstat("direct_map_level3_splits"),
+		.splits_2m = gmem_vmstat("direct_map_level2_splits"),
+		.splits_1g = gmem_vmstat("direct_map_level3_splits"),
 		.directmap_2m_kib = gmem_meminfo_kib("DirectMap2M"),
 		.directmap_1g_kib = gmem_meminfo_kib("DirectMap1G"),
 	};

@@ -33,6 +33,8 @@
 
 #define NDM		GUEST_MEMFD_FLAG_NO_DIRECT_MAP
 #define SHARED		(GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED)
+#define HUGE		GUEST_MEMFD_FLAG_HUGEPAGE
+#define SZ_2M		(2L << 20)
 #define NPAGES		16
 /* More than one default batch (64) and less than two. */
 #define POP_PAGES	96
@@ -685,7 +687,9 @@ out:
 
 /*
  * The cases of KVM's own mappings of guest memory (kvmclock, a nested VMCB)
- * run on both: NO_DIRECT_MAP, and a plain guest_memfd as the control.
+ * run on NO_DIRECT_MAP, on NO_DIRECT_MAP in 2 MiB folios (pages inside a
+ * folio out of the direct map whole), and on a plain guest_memfd as the
+ * control; the memslot swap on the first two.
  */
 static const struct {
 	const char *name;
@@ -693,7 +697,16 @@ static const struct {
 } kvm_map_files[] = {
 	{ "plain guest_memfd", SHARED | GUEST_MEMFD_FLAG_WRITE },
 	{ "NO_DIRECT_MAP", SHARED | GUEST_MEMFD_FLAG_WRITE | NDM },
+	{ "NO_DIRECT_MAP, 2 MiB folios", SHARED | GUEST_MEMFD_FLAG_WRITE | NDM | HUGE },
 };
+
+#define NR_KVM_MAP_FILES	(sizeof(kvm_map_files) / sizeof(kvm_map_files[0]))
+
+/* A file of 2 MiB folios is 4 MiB: the guest's pages in its first folio. */
+static size_t vm_size_for(unsigned long long flags)
+{
+	return flags & HUGE ? 2 * SZ_2M : 0;
+}
 
 #define CLOCK_GPA		0x5000
 
@@ -831,7 +844,8 @@ static int vcpu_rounds_with_kvmclock(unsigned long long flags, bool punch,
 				     struct pvclock clock[2], bool written[2],
 				     char *why, size_t whylen)
 {
-	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1,
+			 .mem_size = vm_size_for(flags) };
 	uint8_t data[DATA_LEN];
 	int r, e;
 
@@ -909,7 +923,7 @@ static int vcpu_runs_on_the_memory(char *why, size_t whylen)
 {
 	int r = need_flag_and_probe(why, whylen);
 
-	for (size_t f = 0; f < 2 && r == KSFT_PASS; f++) {
+	for (size_t f = 0; f < NR_KVM_MAP_FILES && r == KSFT_PASS; f++) {
 		struct pvclock clock[2];
 		bool written[2] = { false, false };
 
@@ -940,7 +954,7 @@ static int punch_under_kvmclock(char *why, size_t whylen)
 {
 	int r = need_flag_and_probe(why, whylen);
 
-	for (size_t f = 0; f < 2 && r == KSFT_PASS; f++) {
+	for (size_t f = 0; f < NR_KVM_MAP_FILES && r == KSFT_PASS; f++) {
 		struct pvclock clock[2];
 		bool written[2] = { false, false };
 
@@ -1074,18 +1088,19 @@ out:
  */
 static int vmload_armed(struct vm *vm, char *why, size_t whylen)
 {
-	static unsigned long bitmap;
+	/* A bit per page of the largest memslot here (2 MiB folios: 4 MiB). */
+	static unsigned long bitmap[2 * SZ_2M / 4096 / 64];
 	struct kvm_userspace_memory_region2 region = {
 		.slot = 0,
 		.flags = KVM_MEM_GUEST_MEMFD | KVM_MEM_USERFAULT,
-		.memory_size = MEM_SIZE,
+		.memory_size = vm_mem_size(vm),
 		.userspace_addr = (uintptr_t)vm->mem,
 		.guest_memfd = vm->gmem,
-		.userfault_bitmap = (uintptr_t)&bitmap,
+		.userfault_bitmap = (uintptr_t)bitmap,
 	};
 	int e;
 
-	bitmap = 1UL << (VMCB_GPA / page);
+	bitmap[0] = 1UL << (VMCB_GPA / page);
 	if (ioctl(vm->vm, KVM_SET_USER_MEMORY_REGION2, &region)) {
 		snprintf(why, whylen, "setting KVM_MEM_USERFAULT: %s", strerror(errno));
 		return KSFT_FAIL;
@@ -1101,14 +1116,15 @@ static int vmload_armed(struct vm *vm, char *why, size_t whylen)
 			 (unsigned long long)vm->run->memory_fault.gpa, VMCB_GPA);
 		return KSFT_FAIL;
 	}
-	__atomic_store_n(&bitmap, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&bitmap[0], 0, __ATOMIC_RELEASE);
 	return KSFT_PASS;
 }
 
 static int vmload_from(unsigned long long flags, bool armed, uint32_t *exit_reason,
 		       uint64_t *lstar, uint64_t *kernel_gs_base, char *why, size_t whylen)
 {
-	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1 };
+	struct vm vm = { .kvm = -1, .vm = -1, .vcpu = -1, .gmem = -1,
+			 .mem_size = vm_size_for(flags) };
 	uint8_t *vmcb = calloc(1, page);
 	struct {
 		struct kvm_msrs hdr;
@@ -1190,7 +1206,7 @@ static int nested_vmcb(bool armed, char *why, size_t whylen)
 			 vls);
 		r = KSFT_FAIL;
 	}
-	for (size_t f = 0; f < 2 && r == KSFT_PASS; f++) {
+	for (size_t f = 0; f < NR_KVM_MAP_FILES && r == KSFT_PASS; f++) {
 		uint32_t exit_reason = 0;
 		uint64_t lstar = 0, gs = 0;
 
@@ -2130,6 +2146,428 @@ static int unload_restores_every_page(char *why, size_t whylen)
 	return r;
 }
 
+/*
+ * 2 MiB folios out of the direct map (src/virt/0035, mm-shim 0010): each
+ * leaves it with one call, its 2 MiB direct map entry made not present
+ * whole, under one flush. The checks below use files of HUGE_FILE bytes.
+ */
+#define HUGE_FILE	(8 * SZ_2M)
+#define HUGE_FOLIOS	GMEM_DEBUGFS "/kvm/gmem_huge_folios"
+#define NDM_KEPT	GMEM_DEBUGFS "/kvm/gmem_ndm_kept"
+#define LEVEL_2M	2	/* x86's PG_LEVEL_2M, as the probe reports it */
+
+static const char *const level_names[] = { "no entry", "4 KiB", "2 MiB", "1 GiB" };
+
+static const char *level_name(uint32_t level)
+{
+	return level < 4 ? level_names[level] : "?";
+}
+
+/* A NO_DIRECT_MAP file of 2 MiB folios, mapped 2 MiB aligned. */
+static int huge_open(struct gfile *g, unsigned long long more, char *why, size_t whylen)
+{
+	int r = gfile_open(g, kvm_fd, 0, SHARED | NDM | HUGE | more, HUGE_FILE, why, whylen);
+
+	if (r == KSFT_PASS && ((uintptr_t)g->map & (SZ_2M - 1))) {
+		snprintf(why, whylen, "the mapping of a file of 2 MiB folios is at %p, not 2 MiB aligned",
+			 (void *)g->map);
+		r = KSFT_FAIL;
+	}
+	return r;
+}
+
+/*
+ * Pages 0, @page_in and 511 of the folio at @off are out of the direct map on
+ * every CPU; *@level gets the size of the entry that maps page 0 (all three
+ * must share it: one entry, not one per page, where it is 2 MiB), *@pfn its
+ * pfn if asked.
+ */
+static bool folio_absent(int fd, long off, long page_in, uint32_t *level, uint64_t *pfn,
+			 char *why, size_t whylen)
+{
+	const long pages[] = { 0, page_in, SZ_2M / page - 1 };
+	struct gmem_dmap_probe p;
+	uint64_t f = 0;
+	int e;
+
+	for (int i = 0; i < 3; i++) {
+		e = probe(fd, off + pages[i] * page, &f, &p);
+		if (e || !probe_says_absent(&p)) {
+			snprintf(why, whylen, "page %ld of the folio at %ld MiB: %s", pages[i],
+				 off >> 20, e ? strerror(-e) : "in the direct map");
+			return false;
+		}
+		if (!i) {
+			*level = p.level;
+			if (pfn)
+				*pfn = f;
+		} else if (*level == LEVEL_2M && p.level != LEVEL_2M) {
+			snprintf(why, whylen, "the folio at %ld MiB: page 0 in a 2 MiB entry, page %ld in a %s one",
+				 off >> 20, pages[i], level_name(p.level));
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Eight 2 MiB folios, one byte touched in each: eight 2 MiB folios, out of
+ * the direct map on every CPU under one flush each, and no 2 MiB direct map
+ * entry split (/proc/meminfo's DirectMap4k unchanged: the shim kernel has no
+ * vmstat event counters, and x86 never merges 4 KiB entries back, so it
+ * only grows by splits); at least one of them
+ * found in a 2 MiB entry, made not present whole (one that landed where the
+ * direct map was split already cannot show it). Taking a folio out page by
+ * page splits its entry into 512.
+ */
+static int huge_folio_leaves_direct_map_whole(char *why, size_t whylen)
+{
+	long splits, flushes, folios, whole = 0;
+	uint32_t level;
+	struct gfile g;
+	int r;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	r = huge_open(&g, 0, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	splits = gmem_meminfo_kib("DirectMap4k");
+	flushes = gmem_counter(NDM_FLUSHES);
+	folios = gmem_counter(HUGE_FOLIOS);
+	if (splits < 0 || flushes < 0 || folios < 0) {
+		snprintf(why, whylen, "cannot read DirectMap4k (/proc/meminfo) or kvm's counters");
+		r = KSFT_FAIL;
+		goto out;
+	}
+	for (long off = 0; off < HUGE_FILE; off += SZ_2M)
+		g.map[off + 5 * page] = (uint8_t)(off >> 21) + 1;
+	splits = (gmem_meminfo_kib("DirectMap4k") - splits) / 2048;
+	flushes = gmem_counter(NDM_FLUSHES) - flushes;
+	folios = gmem_counter(HUGE_FOLIOS) - folios;
+	if (folios != HUGE_FILE / SZ_2M || flushes != HUGE_FILE / SZ_2M || splits) {
+		snprintf(why, whylen, "8 touches: %ld 2 MiB folios, %ld flushes, %ld 2 MiB direct map entries split; want 8, 8 and 0",
+			 folios, flushes, splits);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	for (long off = 0; off < HUGE_FILE; off += SZ_2M) {
+		if (!folio_absent(g.fd, off, 5, &level, NULL, why, whylen)) {
+			r = KSFT_FAIL;
+			goto out;
+		}
+		whole += level == LEVEL_2M;
+		if (g.map[off + 5 * page] != (uint8_t)(off >> 21) + 1 ||
+		    gmem_check_zero(g.map, off + 6 * page, off + SZ_2M) >= 0) {
+			snprintf(why, whylen, "the folio at %ld MiB does not read back its byte and zeroes",
+				 off >> 20);
+			r = KSFT_FAIL;
+			goto out;
+		}
+	}
+	if (!whole) {
+		snprintf(why, whylen, "no folio of 8 is in a 2 MiB direct map entry: cannot tell whether one left it whole");
+		r = KSFT_FAIL;
+	} else {
+		snprintf(why, whylen, "8 folios, 8 flushes, 0 splits; %ld of them in a 2 MiB entry", whole);
+	}
+out:
+	gfile_close(&g);
+	return r;
+}
+
+/*
+ * A punch of part of a 2 MiB folio out of the direct map clears that part
+ * and keeps the folio whole and out (no split: its pieces would have to
+ * leave the direct map again one by one); a punch of all of it frees the
+ * folio, back in the direct map, cleared. The rest of the folio keeps what
+ * the guest wrote.
+ */
+static int huge_punch_keeps_the_folio_out(char *why, size_t whylen)
+{
+	long splits, folios, cached;
+	uint64_t pfn[2] = { 0, 0 };
+	uint32_t level, after;
+	struct gfile g;
+	int r, e;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	r = huge_open(&g, 0, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	gmem_fill(g.map, 0, SZ_2M, 0x51);
+	for (long i = 0; i < SZ_2M / 8; i++)
+		((volatile uint64_t *)(g.map + SZ_2M))[i] = COOKIE;
+	if (!folio_absent(g.fd, 0, 10, &level, NULL, why, whylen) ||
+	    !folio_absent(g.fd, SZ_2M, 7, &after, &pfn[0], why, whylen)) {
+		r = KSFT_FAIL;
+		goto out;
+	}
+	e = probe(g.fd, SZ_2M + SZ_2M - page, &pfn[1], &(struct gmem_dmap_probe){ 0 });
+	splits = gmem_meminfo_kib("DirectMap4k");
+	folios = gmem_counter(NDM_FOLIOS);
+	if (e || fallocate(g.fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 10 * page, 3 * page)) {
+		snprintf(why, whylen, "punch of pages 10-12: %s", strerror(e ? -e : errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	cached = gmem_cached_pages(g.fd, 0, SZ_2M);
+	if (gmem_check(g.map, 0, 10 * page, 0x51) >= 0 ||
+	    gmem_check(g.map, 13 * page, SZ_2M, 0x51) >= 0) {
+		snprintf(why, whylen, "pages outside the punch lost what was written: byte %ld",
+			 gmem_check(g.map, 0, 10 * page, 0x51) >= 0 ?
+			 gmem_check(g.map, 0, 10 * page, 0x51) : gmem_check(g.map, 13 * page, SZ_2M, 0x51));
+		r = KSFT_FAIL;
+	} else if (gmem_check_zero(g.map, 10 * page, 13 * page) >= 0) {
+		snprintf(why, whylen, "the punched pages do not read zero");
+		r = KSFT_FAIL;
+	} else if (cached != SZ_2M / page || gmem_counter(NDM_FOLIOS) != folios) {
+		snprintf(why, whylen, "after the punch: %ld of 512 pages in the file, %ld folios out of the direct map (%ld before): the folio was split or freed",
+			 cached, gmem_counter(NDM_FOLIOS), folios);
+		r = KSFT_FAIL;
+	} else if (!folio_absent(g.fd, 0, 10, &after, NULL, why, whylen)) {
+		r = KSFT_FAIL;
+	} else if (after != level || gmem_meminfo_kib("DirectMap4k") != splits) {
+		snprintf(why, whylen, "the punch split the direct map: the folio's entry %s, then %s",
+			 level_name(level), level_name(after));
+		r = KSFT_FAIL;
+	}
+	if (r != KSFT_PASS)
+		goto out;
+
+	if (fallocate(g.fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, SZ_2M, SZ_2M)) {
+		snprintf(why, whylen, "punch of the second 2 MiB: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct gmem_dmap_probe p = { .fd = -1, .pfn = pfn[i], .cookie = COOKIE };
+
+		e = ioctl(probe_fd, GMEM_DMAP_PROBE, &p) ? -errno : 0;
+		if (e || !probe_says_present(&p) || p.cookie_words) {
+			snprintf(why, whylen, "the freed folio's page %d: %s, %u words still hold what was written",
+				 i ? 511 : 0, e ? strerror(-e) : p.present ? "in the direct map" :
+				 "not back in the direct map", p.cookie_words);
+			r = KSFT_FAIL;
+			goto out;
+		}
+	}
+	if (gmem_counter(NDM_FOLIOS) != folios - 1) {
+		snprintf(why, whylen, "punching a whole folio: %ld folios out of the direct map, want %ld",
+			 gmem_counter(NDM_FOLIOS), folios - 1);
+		r = KSFT_FAIL;
+	}
+out:
+	gfile_close(&g);
+	return r;
+}
+
+/*
+ * write() into a 2 MiB folio out of the direct map copies through a map of
+ * its own: the folio never goes back into the direct map for it, so there is
+ * nothing to flush after. write() of part of a new folio: the rest reads
+ * zero, the folio out under one flush.
+ */
+static int huge_write_keeps_the_folio_out(char *why, size_t whylen)
+{
+	uint8_t buf[3 * 4096];	/* x86: three pages */
+	long flushes, folios;
+	uint32_t level;
+	struct gfile g;
+	int r;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	r = huge_open(&g, GUEST_MEMFD_FLAG_WRITE, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	/* A new folio: pages 4-6 of the second 2 MiB written, nothing else. */
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = gmem_pat(SZ_2M + 4 * page + i, 0x62);
+	flushes = gmem_counter(NDM_FLUSHES);
+	folios = gmem_counter(HUGE_FOLIOS);
+	if (pwrite(g.fd, buf, sizeof(buf), SZ_2M + 4 * page) != (ssize_t)sizeof(buf)) {
+		snprintf(why, whylen, "pwrite into a new folio: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (gmem_counter(HUGE_FOLIOS) != folios + 1 || gmem_counter(NDM_FLUSHES) != flushes + 1) {
+		snprintf(why, whylen, "pwrite of 3 pages into a new 2 MiB: %ld folios, %ld flushes; want 1 and 1",
+			 gmem_counter(HUGE_FOLIOS) - folios, gmem_counter(NDM_FLUSHES) - flushes);
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (!folio_absent(g.fd, SZ_2M, 5, &level, NULL, why, whylen)) {
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (gmem_check(g.map, SZ_2M + 4 * page, SZ_2M + 7 * page, 0x62) >= 0 ||
+	    gmem_check_zero(g.map, SZ_2M, SZ_2M + 4 * page) >= 0 ||
+	    gmem_check_zero(g.map, SZ_2M + 7 * page, 2 * SZ_2M) >= 0) {
+		snprintf(why, whylen, "the new folio does not read the 3 pages written and zeroes around them");
+		r = KSFT_FAIL;
+		goto out;
+	}
+
+	/* An old folio: filled through the mapping, then pages 7-9 written. */
+	gmem_fill(g.map, 0, SZ_2M, 0x63);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = gmem_pat(7 * page + i, 0x64);
+	flushes = gmem_counter(NDM_FLUSHES);
+	if (pwrite(g.fd, buf, sizeof(buf), 7 * page) != (ssize_t)sizeof(buf)) {
+		snprintf(why, whylen, "pwrite into an old folio: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if (gmem_counter(NDM_FLUSHES) != flushes) {
+		snprintf(why, whylen, "pwrite into a 2 MiB folio out of the direct map flushed %ld times: it put the folio back for the copy",
+			 gmem_counter(NDM_FLUSHES) - flushes);
+		r = KSFT_FAIL;
+	} else if (!folio_absent(g.fd, 0, 8, &level, NULL, why, whylen)) {
+		r = KSFT_FAIL;
+	} else if (gmem_check(g.map, 7 * page, 10 * page, 0x64) >= 0 ||
+		   gmem_check(g.map, 0, 7 * page, 0x63) >= 0 ||
+		   gmem_check(g.map, 10 * page, SZ_2M, 0x63) >= 0) {
+		snprintf(why, whylen, "the old folio does not read the 3 pages written and what it held around them");
+		r = KSFT_FAIL;
+	}
+out:
+	gfile_close(&g);
+	return r;
+}
+
+/*
+ * Memory failure on a page of a 2 MiB folio out of the direct map: mm
+ * cannot split the folio, the page SIGBUSes and the rest reads as written;
+ * once the file is gone, the folio stays out of the direct map for good
+ * (gmem_ndm_kept): putting its other pages back would split its entry on a
+ * path that must not fail. The mapping is gone before the failure: mm kills
+ * whoever maps a folio it could not split.
+ */
+static int huge_poisoned_folio_stays_out(char *why, size_t whylen)
+{
+	struct gmem_dmap_probe p;
+	uint64_t pfn = 0, pfn4 = 0;
+	char pfnstr[32];
+	long kept;
+	uint32_t level;
+	struct gfile g;
+	void *map;
+	int r, e;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	r = huge_open(&g, 0, why, whylen);
+	if (r != KSFT_PASS)
+		goto out;
+	gmem_fill(g.map, 0, SZ_2M, 0x71);
+	if (!folio_absent(g.fd, 0, 3, &level, NULL, why, whylen)) {
+		r = KSFT_FAIL;
+		goto out;
+	}
+	if ((e = probe(g.fd, 3 * page, &pfn, &p)) || (e = probe(g.fd, 4 * page, &pfn4, &p))) {
+		snprintf(why, whylen, "probe of pages 3 and 4: %s", strerror(-e));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	munmap((void *)g.map, g.size);
+	g.map = NULL;
+	snprintf(pfnstr, sizeof(pfnstr), "%#llx", (unsigned long long)pfn);
+	if (!gmem_write_file(HWPOISON_INJECT, pfnstr) && errno != EBUSY && errno != EHWPOISON) {
+		snprintf(why, whylen, "cannot write %s: %s", HWPOISON_INJECT, strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	map = gmem_map(g.fd, g.size);
+	if (map == MAP_FAILED) {
+		snprintf(why, whylen, "mmap again: %s", strerror(errno));
+		r = KSFT_FAIL;
+		goto out;
+	}
+	g.map = map;
+	if (!gmem_sigbus(g.map + 3 * page, false)) {
+		snprintf(why, whylen, "a read of the poisoned page did not SIGBUS");
+		r = KSFT_FAIL;
+	} else if (gmem_check(g.map, 4 * page, SZ_2M, 0x71) >= 0 ||
+		   gmem_check(g.map, 0, 3 * page, 0x71) >= 0) {
+		snprintf(why, whylen, "the folio's other pages lost what was written");
+		r = KSFT_FAIL;
+	} else if (gmem_cached_pages(g.fd, 0, SZ_2M) != SZ_2M / page) {
+		snprintf(why, whylen, "%ld of 512 pages in the file after the failure: the folio was split",
+			 gmem_cached_pages(g.fd, 0, SZ_2M));
+		r = KSFT_FAIL;
+	}
+	if (r != KSFT_PASS)
+		goto out;
+	kept = gmem_counter(NDM_KEPT);
+	gfile_close(&g);
+	for (int i = 0; i < 200 && gmem_counter(NDM_KEPT) == kept; i++)
+		usleep(10000);
+	if (gmem_counter(NDM_KEPT) != kept + 1) {
+		snprintf(why, whylen, "file closed: gmem_ndm_kept %ld, then %ld; want one more",
+			 kept, gmem_counter(NDM_KEPT));
+		return KSFT_FAIL;
+	}
+	for (int i = 0; i < 2; i++) {
+		uint64_t f = i ? pfn4 : pfn;
+
+		e = probe(-1, 0, &f, &p);
+		if (e || p.present || p.readable_cpus) {
+			snprintf(why, whylen, "page %d of the kept folio: %s", i ? 4 : 3,
+				 e ? strerror(-e) : "back in the direct map");
+			return KSFT_FAIL;
+		}
+	}
+	return KSFT_PASS;
+out:
+	gfile_close(&g);
+	return r;
+}
+
+/*
+ * A VM that converts in place refuses 2 MiB folios with NO_DIRECT_MAP
+ * (EINVAL: a conversion inside such a folio is not done); either alone it
+ * creates.
+ */
+static int huge_refused_where_memory_converts(char *why, size_t whylen)
+{
+	static const unsigned long long tries[] = { SHARED | NDM | HUGE, SHARED | HUGE, SHARED | NDM };
+	int vm, fd, r;
+
+	r = need_flag_and_probe(why, whylen);
+	if (r != KSFT_PASS)
+		return r;
+	if (!(kvm_cap(kvm_fd, KVM_CAP_VM_TYPES) & (1 << KVM_X86_SW_PROTECTED_VM)))
+		return KSFT_SKIP;
+	if (!gmem_write_file(GMEM_IN_PLACE_PARAM, "1")) {
+		snprintf(why, whylen, "cannot set %s", GMEM_IN_PLACE_PARAM);
+		return KSFT_FAIL;
+	}
+	vm = ioctl(kvm_fd, KVM_CREATE_VM, KVM_X86_SW_PROTECTED_VM);
+	gmem_write_file(GMEM_IN_PLACE_PARAM, "0");
+	if (vm < 0) {
+		snprintf(why, whylen, "KVM_CREATE_VM(SW_PROTECTED): %s", strerror(errno));
+		return KSFT_FAIL;
+	}
+	for (int i = 0; i < 3 && r == KSFT_PASS; i++) {
+		fd = gmem_create(vm, 2 * SZ_2M, tries[i]);
+		if (i ? fd < 0 : fd != -EINVAL) {
+			snprintf(why, whylen, "a VM converting in place, flags %#llx: %s", tries[i],
+				 fd >= 0 ? "created, want EINVAL" : strerror(-fd));
+			r = KSFT_FAIL;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	close(vm);
+	return r;
+}
+
 static const struct gmem_case cases[] = {
 	{ "SW_PROTECTED: a vCPU's window holds pages of its fault's kind, mapped as private", vcpu_window_private },
 	{ "the flag is offered where it works and EINVAL where it is not", flag_offered_or_einval },
@@ -2172,6 +2610,16 @@ static const struct gmem_case cases[] = {
 	  stalled_write_exposes_nothing },
 	{ "a page that cannot leave the direct map (injected) fails write() with ENOMEM and is never mapped",
 	  failed_zap_never_maps_the_page },
+	{ "2 MiB folios leave the direct map whole: one flush each, no 2 MiB entry split",
+	  huge_folio_leaves_direct_map_whole },
+	{ "a punch of part of a 2 MiB folio clears it and keeps the folio out; of all of it frees it",
+	  huge_punch_keeps_the_folio_out },
+	{ "write() into a 2 MiB folio out of the direct map copies without putting it back",
+	  huge_write_keeps_the_folio_out },
+	{ "a poisoned page of a 2 MiB folio SIGBUSes; the folio stays out of the direct map for good",
+	  huge_poisoned_folio_stays_out },
+	{ "a VM that converts in place refuses 2 MiB folios with NO_DIRECT_MAP (EINVAL)",
+	  huge_refused_where_memory_converts },
 	{ "the last close frees every page while the inode lives on; kvm unloads without waiting",
 	  unload_restores_every_page },
 };

@@ -167,15 +167,17 @@ static long convert_rounds = 2;
  * GMEM_INPLACE_RETRY: the same, converted by a user-space retry loop;
  * GMEM_HUGE_INPLACE: the same with HUGEPAGE (conversion inside 2 MiB folios).
  * GMEM_NDM: a default VM's guest_memfd with NO_DIRECT_MAP (and WRITE), our
- * batched flush; GMEM_NDM_UPSTREAM: the same with a flush per folio.
+ * batched flush; GMEM_NDM_UPSTREAM: the same with a flush per folio;
+ * GMEM_NDM_HUGE: NO_DIRECT_MAP in 2 MiB folios (a flush per folio).
  */
 enum mem { ANON, MEMFD, GMEM, GMEM_SWP, GMEM_BIND_LOCAL, GMEM_BIND_REMOTE, GMEM_INPLACE,
 	   GMEM_INPLACE_RETRY, GMEM_NDM, GMEM_NDM_UPSTREAM, GMEM_HUGE, ANON_THP, MEMFD_THP,
-	   GMEM_HUGE_INPLACE };
+	   GMEM_HUGE_INPLACE, GMEM_NDM_HUGE };
 static const char *const mem_name[] = { "anon", "memfd", "gmem", "gmem_swprot",
 					"gmem_bind_local", "gmem_bind_remote", "gmem_inplace",
 					"gmem_inplace_retry", "gmem_ndm", "gmem_ndm_upstream",
-					"gmem_huge", "anon_thp", "memfd_thp", "gmem_huge_inplace" };
+					"gmem_huge", "anon_thp", "memfd_thp", "gmem_huge_inplace",
+					"gmem_ndm_huge" };
 
 struct bench_case;
 typedef int (*case_fn)(const struct bench_case *c, double *v, char *why, size_t whylen);
@@ -303,7 +305,7 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 	} else if (mem != GMEM_SWP) {
 		unsigned long long caps = kvm_cap(r->kvm, KVM_CAP_GUEST_MEMFD_FLAGS);
 
-		if (mem == GMEM_NDM || mem == GMEM_NDM_UPSTREAM) {
+		if (mem == GMEM_NDM || mem == GMEM_NDM_UPSTREAM || mem == GMEM_NDM_HUGE) {
 			want |= GUEST_MEMFD_FLAG_NO_DIRECT_MAP | GUEST_MEMFD_FLAG_WRITE;
 			/* The batch is read at each allocation: it holds for the case. */
 			if ((caps & want) != want ||
@@ -312,11 +314,11 @@ static int region_file(struct region *r, enum mem mem, size_t len, char *why, si
 				return RES_NA;
 			}
 		}
-		if (mem == GMEM_HUGE)
+		if (mem == GMEM_HUGE || mem == GMEM_NDM_HUGE)
 			want |= GUEST_MEMFD_FLAG_HUGEPAGE;
 		if ((caps & want) != want) {
 			snprintf(why, whylen, "no GUEST_MEMFD_FLAG_MMAP|INIT_SHARED%s",
-				 mem == GMEM_HUGE ? "|HUGEPAGE" : "");
+				 mem == GMEM_HUGE || mem == GMEM_NDM_HUGE ? "|HUGEPAGE" : "");
 			return RES_NA;
 		}
 		r->vm = ioctl(r->kvm, KVM_CREATE_VM, 0);
@@ -1337,6 +1339,11 @@ static const struct bench_case cases[] = {
 	NDM("ndm_fallocate", case_populate, 0),
 	NDM("ndm_fallocate_touch", case_populate, 2),
 	NDM("ndm_write", case_populate, 1),
+	/* 2 MiB folios out of the direct map, against 2 MiB folios in it. */
+	{ "ndm_first_touch_huge", GMEM_NDM_HUGE, "gmem_huge", PPS, case_fault, 0, 1, 1, { "" } },
+	{ "ndm_first_touch_huge", GMEM_HUGE, "gmem_huge", PPS, case_fault, 0, 1, 1, { "" } },
+	{ "ndm_write_huge", GMEM_NDM_HUGE, "gmem_huge", PPS, case_populate, 1, 1, 1, { "" } },
+	{ "ndm_write_huge", GMEM_HUGE, "gmem_huge", PPS, case_populate, 1, 1, 1, { "" } },
 	{ "uffd_restore", MEMFD, "memfd", PPS, case_uffd_restore, 0, 1, 1, { "" } },
 	{ "uffd_restore", GMEM, "memfd", PPS, case_uffd_restore, 0, 1, 1, { "" } },
 	{ "uffd_restore", GMEM_NDM, "memfd", PPS, case_uffd_restore, 0, 1, 1, { "" } },

@@ -22,7 +22,9 @@ struct gmem_dmap_probe {
 	__u64 cookie;		/* in: a 64-bit value to look for */
 	__u32 cookie_words;	/* out: words of the page equal to @cookie, read
 				 * through its direct map entry if present */
-	__u32 pad;
+	__u32 level;		/* out: the size its direct map entry maps,
+				 * present or not: 1 4 KiB, 2 2 MiB, 3 1 GiB
+				 * (x86's enum pg_level); 0 without one */
 };
 
 /* ENOENT: @fd has no page at @offset. */

@@ -565,6 +565,25 @@ static inline double gmem_now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A /proc/vmstat counter's value, or -1 if the kernel has no such line. */
+static inline long gmem_vmstat(const char *name)
+{
+	size_t n = strlen(name);
+	FILE *f = fopen("/proc/vmstat", "r");
+	char line[128];
+	long v = -1;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, name, n) && line[n] == ' ') {
+			v = atol(line + n + 1);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
 #ifndef __NR_cachestat
 #define __NR_cachestat 451
 #endif

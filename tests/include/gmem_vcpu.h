@@ -53,8 +53,15 @@ struct vm {
 	struct kvm_run *run;
 	size_t run_size;
 	volatile uint8_t *mem;		/* host mapping of the guest_memfd */
-	void *other;			/* other memory of the test's, MEM_SIZE */
+	void *other;			/* other memory of the test's, as large */
+	size_t mem_size;		/* of both, and of the memslot; 0: MEM_SIZE */
 };
+
+/* The guest_memfd's size (and its mapping's, and the memslot's). */
+static inline size_t vm_mem_size(const struct vm *vm)
+{
+	return vm->mem_size ? vm->mem_size : MEM_SIZE;
+}
 
 static volatile sig_atomic_t timed_out;
 
@@ -91,9 +98,9 @@ static inline void vm_teardown(struct vm *vm)
 	if (vm->run)
 		munmap(vm->run, vm->run_size);
 	if (vm->mem)
-		munmap((void *)vm->mem, MEM_SIZE);
+		munmap((void *)vm->mem, vm_mem_size(vm));
 	if (vm->other)
-		munmap(vm->other, MEM_SIZE);
+		munmap(vm->other, vm_mem_size(vm));
 	if (vm->vcpu >= 0)
 		close(vm->vcpu);
 	if (vm->gmem >= 0)
@@ -105,8 +112,8 @@ static inline void vm_teardown(struct vm *vm)
 }
 
 /*
- * Create a VM of @type and its MEM_SIZE guest_memfd with @flags, and map the
- * guest_memfd into vm->mem. Returns a KSFT_* code; @why says what failed.
+ * Create a VM of @type and its guest_memfd of vm_mem_size() with @flags, and
+ * map the guest_memfd into vm->mem. Returns a KSFT_* code; @why says what failed.
  */
 static inline int vm_create_with_gmem(struct vm *vm, unsigned long type, uint64_t flags,
 				      char *why, size_t whylen)
@@ -119,13 +126,13 @@ static inline int vm_create_with_gmem(struct vm *vm, unsigned long type, uint64_
 		snprintf(why, whylen, "KVM_CREATE_VM(%lu): %s", type, strerror(errno));
 		return KSFT_FAIL;
 	}
-	fd = gmem_create(vm->vm, MEM_SIZE, flags);
+	fd = gmem_create(vm->vm, vm_mem_size(vm), flags);
 	if (fd < 0) {
 		snprintf(why, whylen, "KVM_CREATE_GUEST_MEMFD: %s", strerror(-fd));
 		return KSFT_FAIL;
 	}
 	vm->gmem = fd;
-	mem = gmem_map(vm->gmem, MEM_SIZE);
+	mem = gmem_map(vm->gmem, vm_mem_size(vm));
 	if (mem == MAP_FAILED) {
 		snprintf(why, whylen, "mmap(guest_memfd): %s", strerror(errno));
 		return KSFT_FAIL;
@@ -155,20 +162,20 @@ static inline int vm_create_vcpu(struct vm *vm, char *why, size_t whylen)
 }
 
 /*
- * Decoy memory for a memslot's userspace_addr (vm->other): MEM_SIZE bytes of
- * 0xa5 and no guest code, so a vCPU that faults from the hva instead of
+ * Decoy memory for a memslot's userspace_addr (vm->other): vm_mem_size()
+ * bytes of 0xa5 and no guest code, so a vCPU that faults from the hva instead of
  * guest_memfd runs garbage and cannot pass a round.
  */
 static inline bool vm_map_decoy(struct vm *vm, char *why, size_t whylen)
 {
-	vm->other = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
+	vm->other = mmap(NULL, vm_mem_size(vm), PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (vm->other == MAP_FAILED) {
 		vm->other = NULL;
 		snprintf(why, whylen, "mmap(anonymous): %s", strerror(errno));
 		return false;
 	}
-	memset(vm->other, 0xa5, MEM_SIZE);
+	memset(vm->other, 0xa5, vm_mem_size(vm));
 	return true;
 }
 
@@ -229,7 +236,7 @@ static inline bool decoy_round(struct vm *vm, uint8_t seed, uint8_t step, char *
 	host_fill(vm, seed, step);
 	if (!expect_round(vm, seed, step, STATUS_MATCH, DATA_GPA + DATA_LEN, 1, why, whylen))
 		return false;
-	for (size_t i = 0; i < MEM_SIZE; i++) {
+	for (size_t i = 0; i < vm_mem_size(vm); i++) {
 		if (((uint8_t *)vm->other)[i] != 0xa5) {
 			snprintf(why, whylen, "the memory behind userspace_addr changed at %#zx", i);
 			return false;

@@ -102,7 +102,7 @@ static inline int vm_with_written_code_at(struct vm *vm, unsigned long long flag
 		region = (struct kvm_userspace_memory_region2){
 			.slot = 0,
 			.flags = KVM_MEM_GUEST_MEMFD,
-			.memory_size = MEM_SIZE,
+			.memory_size = vm_mem_size(vm),
 			.userspace_addr = (uintptr_t)(decoy ? vm->other : vm->mem),
 			.guest_memfd = vm->gmem,
 		};

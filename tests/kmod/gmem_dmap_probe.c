@@ -5,9 +5,11 @@
  * the caller) or any pfn, it reports whether the page is in the kernel's
  * direct map: its page-table entry there (lookup_address()), and a read
  * through it with copy_from_kernel_nofault() on every CPU, which also shows a
- * TLB flush that did not reach a CPU, and how many words of the page hold a
- * value the caller names (a freed page must have been cleared). It never
- * dereferences the address itself: the shim kernel panics on an oops.
+ * TLB flush that did not reach a CPU, the size of that entry (a 2 MiB
+ * folio must leave the direct map without splitting its 2 MiB entry), and
+ * how many words of the page hold a value the caller names (a freed page
+ * must have been cleared). It never dereferences the address itself: the
+ * shim kernel panics on an oops.
  */
 #include <linux/cpu.h>
 #include <linux/debugfs.h>
@@ -80,6 +82,7 @@ static long probe_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	r.addr = page_address(pfn_to_page(p.pfn));
 	pte = lookup_address((unsigned long)r.addr, &level);
 	p.present = pte && (pte_val(*pte) & _PAGE_PRESENT);
+	p.level = pte ? level : 0;
 	cpus_read_lock();
 	on_each_cpu(probe_read_on_cpu, &r, 1);
 	p.nr_cpus = num_online_cpus();
