@@ -2163,10 +2163,18 @@ static const char *level_name(uint32_t level)
 	return level < 4 ? level_names[level] : "?";
 }
 
-/* A NO_DIRECT_MAP file of 2 MiB folios, mapped 2 MiB aligned. */
+/*
+ * A NO_DIRECT_MAP file of 2 MiB folios, mapped 2 MiB aligned, where the flag
+ * and the probe are there. A KSFT_* code; gfile_close() after.
+ */
 static int huge_open(struct gfile *g, unsigned long long more, char *why, size_t whylen)
 {
-	int r = gfile_open(g, kvm_fd, 0, SHARED | NDM | HUGE | more, HUGE_FILE, why, whylen);
+	int r = need_flag_and_probe(why, whylen);
+
+	*g = (struct gfile){ .vm = -1, .fd = -1 };
+	if (r != KSFT_PASS)
+		return r;
+	r = gfile_open(g, kvm_fd, 0, SHARED | NDM | HUGE | more, HUGE_FILE, why, whylen);
 
 	if (r == KSFT_PASS && ((uintptr_t)g->map & (SZ_2M - 1))) {
 		snprintf(why, whylen, "the mapping of a file of 2 MiB folios is at %p, not 2 MiB aligned",
@@ -2211,6 +2219,22 @@ static bool folio_absent(int fd, long off, long page_in, uint32_t *level, uint64
 }
 
 /*
+ * huge_open(), and its first 2 MiB filled through the mapping with @seed,
+ * out of the direct map (pages 0, @page_in and 511; *@level its entry's
+ * size). A KSFT_* code; gfile_close() after.
+ */
+static int huge_filled(struct gfile *g, unsigned long long more, uint8_t seed, long page_in,
+		       uint32_t *level, char *why, size_t whylen)
+{
+	int r = huge_open(g, more, why, whylen);
+
+	if (r != KSFT_PASS)
+		return r;
+	gmem_fill(g->map, 0, SZ_2M, seed);
+	return folio_absent(g->fd, 0, page_in, level, NULL, why, whylen) ? KSFT_PASS : KSFT_FAIL;
+}
+
+/*
  * Eight 2 MiB folios, one byte touched in each: eight 2 MiB folios, out of
  * the direct map on every CPU under one flush each, and no 2 MiB direct map
  * entry split (/proc/meminfo's DirectMap4k unchanged: the shim kernel has no
@@ -2227,9 +2251,6 @@ static int huge_folio_leaves_direct_map_whole(char *why, size_t whylen)
 	struct gfile g;
 	int r;
 
-	r = need_flag_and_probe(why, whylen);
-	if (r != KSFT_PASS)
-		return r;
 	r = huge_open(&g, 0, why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
@@ -2292,17 +2313,12 @@ static int huge_punch_keeps_the_folio_out(char *why, size_t whylen)
 	struct gfile g;
 	int r, e;
 
-	r = need_flag_and_probe(why, whylen);
-	if (r != KSFT_PASS)
-		return r;
-	r = huge_open(&g, 0, why, whylen);
+	r = huge_filled(&g, 0, 0x51, 10, &level, why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
-	gmem_fill(g.map, 0, SZ_2M, 0x51);
 	for (long i = 0; i < SZ_2M / 8; i++)
 		((volatile uint64_t *)(g.map + SZ_2M))[i] = COOKIE;
-	if (!folio_absent(g.fd, 0, 10, &level, NULL, why, whylen) ||
-	    !folio_absent(g.fd, SZ_2M, 7, &after, &pfn[0], why, whylen)) {
+	if (!folio_absent(g.fd, SZ_2M, 7, &after, &pfn[0], why, whylen)) {
 		r = KSFT_FAIL;
 		goto out;
 	}
@@ -2379,9 +2395,6 @@ static int huge_write_keeps_the_folio_out(char *why, size_t whylen)
 	struct gfile g;
 	int r;
 
-	r = need_flag_and_probe(why, whylen);
-	if (r != KSFT_PASS)
-		return r;
 	r = huge_open(&g, GUEST_MEMFD_FLAG_WRITE, why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
@@ -2459,17 +2472,9 @@ static int huge_poisoned_folio_stays_out(char *why, size_t whylen)
 	void *map;
 	int r, e;
 
-	r = need_flag_and_probe(why, whylen);
-	if (r != KSFT_PASS)
-		return r;
-	r = huge_open(&g, 0, why, whylen);
+	r = huge_filled(&g, 0, 0x71, 3, &level, why, whylen);
 	if (r != KSFT_PASS)
 		goto out;
-	gmem_fill(g.map, 0, SZ_2M, 0x71);
-	if (!folio_absent(g.fd, 0, 3, &level, NULL, why, whylen)) {
-		r = KSFT_FAIL;
-		goto out;
-	}
 	if ((e = probe(g.fd, 3 * page, &pfn, &p)) || (e = probe(g.fd, 4 * page, &pfn4, &p))) {
 		snprintf(why, whylen, "probe of pages 3 and 4: %s", strerror(-e));
 		r = KSFT_FAIL;
