@@ -324,5 +324,12 @@ fi
 # Verdict lines only, not the "first failure" lines under them.
 passed=$(grep -cE '^[^ ].* PASS +[0-9]+s cpu +[0-9]+s$' "$summary")
 nfailed=$(grep -cE '^[^ ].* FAIL +[0-9]+s cpu +[0-9]+s  \(exit' "$summary")
+# The failed steps again, last: a CI log shows its tail, and the verdict
+# lines are far up.
+if ((nfailed)); then
+	echo "failed steps:"
+	awk '/^[^ ].* FAIL +[0-9]+s cpu +[0-9]+s  \(exit/ { print "  " $0; f = 1; next }
+	     f && /^ +first failure:/ { print "  " $0 } { f = 0 }' "$summary"
+fi
 echo "check: $passed passed, $nfailed failed"
 exit $failed
