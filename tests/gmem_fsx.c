@@ -981,7 +981,6 @@ static bool check_nodes(struct run *r, const struct op *o)
 	return true;
 }
 
-/* The file has exactly the pages the model says, and NO_DIRECT_MAP counts them. */
 /* The folios the model's file has: a 2 MiB folio is one. */
 static long model_folios(const struct run *r)
 {
@@ -995,9 +994,10 @@ static long model_folios(const struct run *r)
 	return n;
 }
 
+/* The file has exactly the pages the model says, and NO_DIRECT_MAP counts them. */
 static bool probe(struct run *r, const struct op *o)
 {
-	long want = 0, stale = 0, got, out;
+	long want = 0, stale = 0, got, out, folios;
 
 	for (int i = 0; i < npages; i++) {
 		if (gmem_cached_pages(r->fd, (long)i * page, page) != r->m.present[i])
@@ -1013,7 +1013,8 @@ static bool probe(struct run *r, const struct op *o)
 		return fail(r, o, "cachestat counts %ld pages, the model %ld", got, want);
 	if (r->ndm) {
 		out = gmem_counter(NDM_FOLIOS) - r->ndm_base;
-		if (out != model_folios(r) - stale) {
+		folios = model_folios(r);
+		if (out != folios - stale) {
 			char pages[128] = "";
 			int n = 0;
 
@@ -1022,8 +1023,7 @@ static bool probe(struct run *r, const struct op *o)
 				if (r->m.unstaled[i])
 					n += snprintf(pages + n, sizeof(pages) - n, " %d", i);
 			return fail(r, o, "%ld folios out of the direct map, the file has %ld (%ld left in by a failed zap%s%s)",
-				    out, model_folios(r), stale, n ? "; taken out since the last probe:" : "",
-				    pages);
+				    out, folios, stale, n ? "; taken out since the last probe:" : "", pages);
 		}
 		memset(r->m.unstaled, 0, sizeof(r->m.unstaled));
 	}
